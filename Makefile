@@ -1,0 +1,50 @@
+# One entry point for humans and CI. `make test` is what .ci/run calls.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+SRC := common webhook controller certs devcluster tests hack
+
+.PHONY: test venv components lint typecheck pytest unit demo cluster crd clean
+
+test: venv components lint typecheck pytest
+
+venv: $(VENV)/.installed
+$(VENV)/.installed: pyproject.toml
+	@echo ">> creating virtualenv and installing the project"
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	@touch $@
+
+components:
+	@echo ">> ensuring the pinned Kubernetes components (first run builds them: long)"
+	@bash hack/k8s/build.sh
+
+lint: venv
+	@echo ">> ruff"
+	$(BIN)/ruff check $(SRC)
+	$(BIN)/ruff format --check $(SRC)
+
+typecheck: venv
+	@echo ">> mypy --strict"
+	$(BIN)/mypy --strict $(SRC)
+
+pytest: venv components
+	@echo ">> pytest (unit, webhook, integration, end-to-end, chart)"
+	$(BIN)/pytest -ra --durations=15 $(PYTEST_ARGS)
+
+unit: venv
+	$(BIN)/pytest -ra -m "not api and not cluster" $(PYTEST_ARGS)
+
+crd: venv
+	$(BIN)/python -m common.crd
+
+cluster: venv components
+	$(BIN)/python -m devcluster up --profile $(or $(PROFILE),cluster)
+
+demo: venv components
+	$(BIN)/python -m hack.demo $(if $(ONCE),--once,)
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,102 @@
+"""Fixed strings and numbers of the TrussiumRuntime contract.
+
+Users, dashboards and the zero-restart migration from the Go operator key on
+these exact values (CONTRACT.md), so each is named once, here.
+"""
+
+from enum import StrEnum
+from typing import Final
+
+GROUP: Final = "runtime.trussium.io"
+VERSION: Final = "v1alpha1"
+API_VERSION: Final = f"{GROUP}/{VERSION}"
+KIND: Final = "TrussiumRuntime"
+PLURAL: Final = "trussiumruntimes"
+SINGULAR: Final = "trussiumruntime"
+SHORT_NAME: Final = "truntime"
+CRD_NAME: Final = f"{PLURAL}.{GROUP}"
+
+FIELD_MANAGER: Final = "trussium-operator"
+REPORTING_CONTROLLER: Final = "trussium-operator"
+
+LABEL_NAME: Final = "app.kubernetes.io/name"
+LABEL_INSTANCE: Final = "app.kubernetes.io/instance"
+LABEL_COMPONENT: Final = "app.kubernetes.io/component"
+LABEL_MANAGED_BY: Final = "app.kubernetes.io/managed-by"
+APP_NAME: Final = "trussium"
+COMPONENT: Final = "runtime"
+MANAGED_BY: Final = "trussium-operator"
+OPERATOR_LABEL_KEYS: Final = (LABEL_NAME, LABEL_INSTANCE, LABEL_COMPONENT, LABEL_MANAGED_BY)
+MANAGED_SELECTOR: Final = f"{LABEL_MANAGED_BY}={MANAGED_BY}"
+
+ANNOTATION_PREFIX: Final = f"{GROUP}/"
+CONFIG_CHECKSUM_ANNOTATION: Final = f"{GROUP}/config-checksum"
+RESTARTED_AT_ANNOTATION: Final = "kubectl.kubernetes.io/restartedAt"
+
+CONTAINER_NAME: Final = "trussium"
+CONTAINER_PORT: Final = 9000
+PORT_NAME: Final = "http"
+RUNTIME_UID: Final = 10001
+RUNTIME_GID: Final = 10001
+DEFAULT_SHUTDOWN_DRAIN_SECONDS: Final = 30
+TERMINATION_GRACE_MARGIN_SECONDS: Final = 6
+PROGRESS_DEADLINE_SECONDS: Final = 600
+REVISION_HISTORY_LIMIT: Final = 3
+API_KEY_ENV: Final = "TRUSSIUM_PROVIDER__API_KEY"
+
+
+class ConditionType(StrEnum):
+    CONFIGURATION_VALID = "ConfigurationValid"
+    PROGRESSING = "Progressing"
+    AVAILABLE = "Available"
+    READY = "Ready"
+    DEGRADED = "Degraded"
+    UPGRADING = "Upgrading"
+
+
+class Reason(StrEnum):
+    """Condition reasons (CONTRACT.md sections 6 and 7)."""
+
+    SECRET_NOT_FOUND = "SecretNotFound"
+    REFERENCE_CHECK_FAILED = "ReferenceCheckFailed"
+    REFERENCES_RESOLVED = "ReferencesResolved"
+    CONFIGURATION_INVALID = "ConfigurationInvalid"
+    RECONCILIATION_FAILED = "ReconciliationFailed"
+    RECONCILIATION_COMPLETE = "ReconciliationComplete"
+    DEPLOYMENT_PROGRESSING = "DeploymentProgressing"
+    DEPLOYMENT_GENERATION_PENDING = "DeploymentGenerationPending"
+    DEPLOYMENT_FAILED = "DeploymentFailed"
+    SCALED_TO_ZERO = "ScaledToZero"
+    RUNTIME_AVAILABLE = "RuntimeAvailable"
+    RUNTIME_UNAVAILABLE = "RuntimeUnavailable"
+    RUNTIME_READY = "RuntimeReady"
+    RUNTIME_NOT_READY = "RuntimeNotReady"
+    AS_EXPECTED = "AsExpected"
+    PROGRESS_DEADLINE_EXCEEDED = "ProgressDeadlineExceeded"
+    REPLICA_FAILURE = "ReplicaFailure"
+    NO_UPGRADE = "NoUpgrade"
+    UPGRADE_IN_PROGRESS = "UpgradeInProgress"
+    UPGRADE_COMPLETE = "UpgradeComplete"
+    UPGRADE_FAILED = "UpgradeFailed"
+
+
+class EventReason(StrEnum):
+    """Event reasons (CONTRACT.md section 8)."""
+
+    CONFIGURATION_INVALID = "ConfigurationInvalid"
+    RUNTIME_DEGRADED = "RuntimeDegraded"
+    RUNTIME_RECOVERED = "RuntimeRecovered"
+    RUNTIME_PROGRESSING = "RuntimeProgressing"
+    RUNTIME_READY = "RuntimeReady"
+    RUNTIME_SCALED_TO_ZERO = "RuntimeScaledToZero"
+    RUNTIME_UPGRADE_STARTED = "RuntimeUpgradeStarted"
+    RUNTIME_UPGRADE_COMPLETED = "RuntimeUpgradeCompleted"
+    RUNTIME_UPGRADE_FAILED = "RuntimeUpgradeFailed"
+    RECONCILIATION_FAILED = "ReconciliationFailed"
+
+
+class EventAction(StrEnum):
+    VALIDATE_CONFIGURATION = "ValidateConfiguration"
+    OBSERVE_RUNTIME = "ObserveRuntime"
+    RECONCILE_RUNTIME = "ReconcileRuntime"
+    UPGRADE_RUNTIME = "UpgradeRuntime"

@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# Build the pinned Kubernetes components of the local control plane from the
+# Go module proxy into a cache outside the repository, keyed by the pins.
+#
+# Prints the bin directory on its last line. A second run builds nothing.
+# TRUSSIUM_K8S_BIN_DIR=/path/with/binaries skips the build entirely (e.g. envtest's
+# assets plus kwok/helm/kube-controller-manager/kube-scheduler from elsewhere).
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=versions.env
+source "$here/versions.env"
+components=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok helm)
+
+if [[ -n "${TRUSSIUM_K8S_BIN_DIR:-}" ]]; then
+  for c in "${components[@]}"; do
+    [[ -x "$TRUSSIUM_K8S_BIN_DIR/$c" ]] || { echo "TRUSSIUM_K8S_BIN_DIR=$TRUSSIUM_K8S_BIN_DIR lacks $c" >&2; exit 1; }
+  done
+  echo "$TRUSSIUM_K8S_BIN_DIR"; exit 0
+fi
+
+key="$(cat "$here/versions.env" "$here/build.sh" | sha256sum | cut -c1-16)"
+cache="${TRUSSIUM_K8S_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/trussium-operator/k8s}"
+bin="$cache/$key/bin"
+missing=()
+for c in "${components[@]}"; do [[ -x "$bin/$c" ]] || missing+=("$c"); done
+if [[ ${#missing[@]} -eq 0 ]]; then echo "$bin"; exit 0; fi
+
+command -v go >/dev/null || { echo "Go is required to build the Kubernetes components (see README)" >&2; exit 1; }
+mkdir -p "$bin"
+work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
+export CGO_ENABLED=0 GOFLAGS=-trimpath GOTOOLCHAIN=local
+step() { echo ">> [$(date +%T)] $*" >&2; }
+want() { [[ ! -x "$bin/$1" ]]; }
+
+# --- Kubernetes: wrapper module, each staging module replaced by its published version.
+if want kube-apiserver || want kube-controller-manager || want kube-scheduler || want kubectl; then
+  step "resolving k8s.io/kubernetes $KUBERNETES_VERSION"
+  mkdir -p "$work/k8s" && cd "$work/k8s"
+  go mod init trussium.local/k8sbuild >/dev/null 2>&1
+  modfile="$(go mod download -json "k8s.io/kubernetes@$KUBERNETES_VERSION" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')"
+  go mod edit -require="k8s.io/kubernetes@$KUBERNETES_VERSION"
+  for m in $(sed -n 's#^\s*\(k8s.io/[a-z0-9-]*\) => ./staging/.*#\1#p' "$modfile"); do
+    go mod edit -replace="$m=$m@$KUBERNETES_STAGING_VERSION"
+  done
+  cat > tools.go <<'GO'
+//go:build tools
+
+package tools
+
+import (
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+	_ "k8s.io/kubernetes/cmd/kube-scheduler"
+	_ "k8s.io/kubernetes/cmd/kubectl"
+)
+GO
+  go mod tidy -e >/dev/null 2>&1 || true
+  go get "k8s.io/kubernetes/cmd/kube-apiserver@$KUBERNETES_VERSION" >/dev/null 2>&1 || true
+  minor="${KUBERNETES_VERSION#v1.}"; minor="${minor%%.*}"
+  ld="-s -w"
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ld+=" -X $pkg.gitVersion=$KUBERNETES_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
+    ld+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
+  done
+  for c in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
+    want "$c" || continue
+    step "building $c $KUBERNETES_VERSION"
+    go build -tags tools -ldflags "$ld" -o "$bin/$c.tmp" "k8s.io/kubernetes/cmd/$c"
+    mv "$bin/$c.tmp" "$bin/$c"
+  done
+fi
+
+# --- etcd: its server module carries replace directives, so build it from a wrapper too.
+if want etcd; then
+  step "building etcd $ETCD_VERSION"
+  mkdir -p "$work/etcd" && cd "$work/etcd"
+  go mod init trussium.local/etcdbuild >/dev/null 2>&1
+  cat > main.go <<'GO'
+// Command etcd is the upstream etcd server entry point.
+package main
+
+import (
+	"os"
+
+	"go.etcd.io/etcd/server/v3/etcdmain"
+)
+
+func main() { etcdmain.Main(os.Args) }
+GO
+  go get "go.etcd.io/etcd/server/v3@$ETCD_VERSION" >/dev/null 2>&1
+  go mod tidy >/dev/null 2>&1
+  go build -ldflags "-s -w" -o "$bin/etcd.tmp" . && mv "$bin/etcd.tmp" "$bin/etcd"
+fi
+
+# --- kwok and helm install directly.
+if want kwok; then
+  step "building kwok $KWOK_VERSION"
+  GOBIN="$work/gobin" go install -ldflags "-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=$KWOK_VERSION" \
+    "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
+  mv "$work/gobin/kwok" "$bin/kwok"
+fi
+if want helm; then
+  step "building helm $HELM_VERSION"
+  minor="${KUBERNETES_VERSION#v1.}"; minor="${minor%%.*}"
+  ld="-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
+  for pkg in helm.sh/helm/v3/pkg/chartutil helm.sh/helm/v3/pkg/lint/rules; do
+    ld+=" -X $pkg.k8sVersionMajor=1 -X $pkg.k8sVersionMinor=$minor"
+  done
+  GOBIN="$work/gobin" go install -ldflags "$ld" "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
+  mv "$work/gobin/helm" "$bin/helm"
+fi
+step "components ready in $bin"
+echo "$bin"
