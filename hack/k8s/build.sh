@@ -18,12 +18,18 @@ if [[ -n "${TRUSSIUM_K8S_BIN_DIR:-}" ]]; then
   echo "$TRUSSIUM_K8S_BIN_DIR"; exit 0
 fi
 
-key="$(cat "$here/versions.env" "$here/build.sh" | sha256sum | cut -c1-16)"
+# The cache key is the pins (BUILD_REVISION in versions.env changes it when the recipe changes).
+key="$(grep -v '^#' "$here/versions.env" | sha256sum | cut -c1-16)"
 cache="${TRUSSIUM_K8S_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/trussium-operator/k8s}"
 bin="$cache/$key/bin"
-missing=()
-for c in "${components[@]}"; do [[ -x "$bin/$c" ]] || missing+=("$c"); done
-if [[ ${#missing[@]} -eq 0 ]]; then echo "$bin"; exit 0; fi
+all_built() { for c in "${components[@]}"; do [[ -x "$bin/$c" ]] || return 1; done; }
+if all_built; then echo "$bin"; exit 0; fi
+
+# One build at a time: a concurrent caller waits for it, then finds everything built.
+mkdir -p "$cache"
+exec 9>"$cache/.lock"
+flock 9
+if all_built; then echo "$bin"; exit 0; fi
 
 command -v go >/dev/null || { echo "Go is required to build the Kubernetes components (see README)" >&2; exit 1; }
 mkdir -p "$bin"
