@@ -100,3 +100,35 @@ class EventAction(StrEnum):
     OBSERVE_RUNTIME = "ObserveRuntime"
     RECONCILE_RUNTIME = "ReconcileRuntime"
     UPGRADE_RUNTIME = "UpgradeRuntime"
+
+# Managed objects (CONTRACT.md section 4).
+MANAGED_API_VERSIONS: Final = {
+    "ConfigMap": "v1",
+    "ServiceAccount": "v1",
+    "Service": "v1",
+    "Deployment": "apps/v1",
+    "PodDisruptionBudget": "policy/v1",
+    "NetworkPolicy": "networking.k8s.io/v1",
+    "HorizontalPodAutoscaler": "autoscaling/v2",
+}
+CONFIG_ENVIRONMENT: Final = "production"
+CONFIG_HOST: Final = "0.0.0.0"
+ENV_ENVIRONMENT: Final = "TRUSSIUM_ENVIRONMENT"
+ENV_HOST: Final = "TRUSSIUM_RUNTIME__HOST"
+ENV_PORT: Final = "TRUSSIUM_RUNTIME__PORT"
+ENV_PROVIDER_NAME: Final = "TRUSSIUM_PROVIDER__NAME"
+ENV_PROVIDER_BASE_URL: Final = "TRUSSIUM_PROVIDER__BASE_URL"
+ENV_PROVIDER_REQUEST_TIMEOUT: Final = "TRUSSIUM_TIMEOUTS__PROVIDER_REQUEST_SECONDS"
+ENV_STREAM_IDLE_TIMEOUT: Final = "TRUSSIUM_TIMEOUTS__STREAM_IDLE_SECONDS"
+ENV_GRACEFUL_SHUTDOWN: Final = "TRUSSIUM_RUNTIME__GRACEFUL_SHUTDOWN_SECONDS"
+LIVE_PATH: Final = "/health/live"
+READY_PATH: Final = "/health/ready"
+# (periodSeconds, timeoutSeconds, failureThreshold)
+STARTUP_PROBE_TIMING: Final = (2, 1, 30)
+LIVENESS_PROBE_TIMING: Final = (10, 2, 3)
+READINESS_PROBE_TIMING: Final = (5, 2, 3)
+MAX_SURGE: Final = 1
+MAX_UNAVAILABLE: Final = 0
+PDB_MAX_UNAVAILABLE: Final = 1
+TOPOLOGY_KEY: Final = "kubernetes.io/hostname"
+EVENT_NOTE_MAX_LENGTH: Final = 1024
