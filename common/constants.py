@@ -101,6 +101,7 @@ class EventAction(StrEnum):
     RECONCILE_RUNTIME = "ReconcileRuntime"
     UPGRADE_RUNTIME = "UpgradeRuntime"
 
+
 # Managed objects (CONTRACT.md section 4).
 MANAGED_API_VERSIONS: Final = {
     "ConfigMap": "v1",
