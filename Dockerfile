@@ -1,0 +1,38 @@
+# syntax=docker/dockerfile:1
+# One image for both programs: the chart runs `trussium-webhook serve` or
+# `trussium-controller run` by setting `command`. The final stage holds the
+# installed wheels only: no compiler, no source tree, no pip, and nothing it
+# needs to write, so it runs under a read-only root filesystem as UID 65532.
+ARG PYTHON_IMAGE=python:3.11-slim
+
+FROM ${PYTHON_IMAGE} AS builder
+ENV PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1
+WORKDIR /src
+COPY pyproject.toml README.md ./
+COPY common ./common
+COPY webhook ./webhook
+COPY controller ./controller
+COPY certs ./certs
+# The project's wheel plus a wheel for every dependency, so the final stage
+# installs offline from /wheels and never needs a build tool.
+RUN pip wheel --wheel-dir /wheels .
+
+FROM ${PYTHON_IMAGE}
+LABEL org.opencontainers.image.title="trussium-operator" \
+      org.opencontainers.image.description="Kubernetes operator and admission webhook for Trussium runtimes" \
+      org.opencontainers.image.source="https://github.com/trussiumhq/trussium-operator" \
+      org.opencontainers.image.licenses="Apache-2.0"
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    HOME=/tmp
+# Bytecode is compiled here, at build time, because the root filesystem is
+# read-only at run time; pip itself is removed afterwards.
+RUN --mount=type=bind,from=builder,source=/wheels,target=/wheels \
+    pip install --no-index --find-links=/wheels /wheels/trussium_operator-*.whl \
+    && pip uninstall --yes pip setuptools wheel
+USER 65532:65532
+EXPOSE 8080 8081 9443
+CMD ["trussium-controller", "run"]
