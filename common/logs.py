@@ -1,0 +1,42 @@
+"""Structured JSON log lines, shared by the webhook and the controller.
+
+One JSON object per line so log pipelines can index fields (hook, uid,
+verdict, ...) without parsing prose. Callers pass fields with
+`logger.info("message", extra={"fields": {...}})`; they must never pass
+object contents or Secret values.
+"""
+
+import json
+import logging
+import sys
+from datetime import UTC, datetime
+from typing import Any, TextIO
+
+FIELDS_ATTRIBUTE = "fields"
+
+
+class JsonFormatter(logging.Formatter):
+    """Formats a record as one JSON line: time, level, logger, message, fields."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, Any] = {
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "msg": record.getMessage(),
+        }
+        fields = getattr(record, FIELDS_ATTRIBUTE, None)
+        if isinstance(fields, dict):
+            entry.update(fields)
+        if record.exc_info:
+            entry["error"] = self.formatException(record.exc_info)
+        return json.dumps(entry, default=str, ensure_ascii=False)
+
+
+def configure_json_logging(level: str = "info", stream: TextIO = sys.stderr) -> None:
+    """Route every logger of the process to one JSON handler at `level`."""
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(JsonFormatter())
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
