@@ -1,0 +1,152 @@
+"""Which Events a status write announces (CONTRACT.md section 8).
+
+Events are derived from the difference between the old and new status, so
+an unchanged reconcile emits nothing and a flapping watch cannot spam.
+"""
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from common.conditions import ConditionState, conditions_of, find_condition, state_of
+from common.constants import (
+    EVENT_NOTE_MAX_LENGTH,
+    ConditionType,
+    EventAction,
+    EventReason,
+    Reason,
+)
+
+EventType = Literal["Normal", "Warning"]
+
+
+@dataclass(frozen=True)
+class EventDecision:
+    type: EventType
+    reason: str
+    action: str
+    note: str
+
+
+Change = tuple[ConditionState | None, ConditionState]
+
+_UPGRADE_EVENTS: dict[str, tuple[EventType, EventReason, str]] = {
+    Reason.UPGRADE_IN_PROGRESS: ("Normal", EventReason.RUNTIME_UPGRADE_STARTED, "started"),
+    Reason.UPGRADE_COMPLETE: ("Normal", EventReason.RUNTIME_UPGRADE_COMPLETED, "completed"),
+    Reason.UPGRADE_FAILED: ("Warning", EventReason.RUNTIME_UPGRADE_FAILED, "failed"),
+}
+
+
+def _change(
+    old_status: Mapping[str, Any] | None, new_status: Mapping[str, Any], type_: ConditionType
+) -> Change | None:
+    """A condition's old and new state when its status or reason changed, else None."""
+    old = state_of(find_condition(conditions_of(old_status), type_))
+    new = state_of(find_condition(conditions_of(new_status), type_))
+    if new is None or (old is not None and (old.status, old.reason) == (new.status, new.reason)):
+        return None
+    return old, new
+
+
+def _upgrade_event(
+    old_status: Mapping[str, Any] | None, new_status: Mapping[str, Any], change: Change | None
+) -> EventDecision | None:
+    """Upgrade events name both images, so initial provisioning (no previous image) has none."""
+    if change is None or change[1].reason not in _UPGRADE_EVENTS:
+        return None
+    previous = (old_status or {}).get("lastSuccessfulImage") or ""
+    desired = new_status.get("desiredImage") or ""
+    if not previous or not desired or previous == desired:
+        return None
+    type_, reason, verb = _UPGRADE_EVENTS[change[1].reason]
+    note = f"The upgrade from {previous} to {desired} {verb}."
+    if change[1].reason == Reason.UPGRADE_FAILED:
+        note = f"{note[:-1]}: {change[1].message}"
+    return EventDecision(type_, reason, EventAction.UPGRADE_RUNTIME, note)
+
+
+def decide_events(
+    old_status: Mapping[str, Any] | None,
+    new_status: Mapping[str, Any],
+    *,
+    failure: str | None = None,
+) -> list[EventDecision]:
+    """The Events to emit, in the order of the contract's table.
+
+    `failure` is the (Secret-free) description of a failed reconciliation.
+    """
+    decisions: list[EventDecision] = []
+    valid = _change(old_status, new_status, ConditionType.CONFIGURATION_VALID)
+    if valid and valid[1].status == "False":
+        decisions.append(
+            EventDecision(
+                "Warning",
+                EventReason.CONFIGURATION_INVALID,
+                EventAction.VALIDATE_CONFIGURATION,
+                valid[1].message,
+            )
+        )
+    degraded = _change(old_status, new_status, ConditionType.DEGRADED)
+    if degraded and degraded[1].status == "True":
+        decisions.append(
+            EventDecision(
+                "Warning",
+                EventReason.RUNTIME_DEGRADED,
+                EventAction.OBSERVE_RUNTIME,
+                degraded[1].message,
+            )
+        )
+    if degraded and degraded[0] and degraded[0].status == "True" and degraded[1].status == "False":
+        decisions.append(
+            EventDecision(
+                "Normal",
+                EventReason.RUNTIME_RECOVERED,
+                EventAction.OBSERVE_RUNTIME,
+                "The runtime is no longer degraded.",
+            )
+        )
+    progressing = _change(old_status, new_status, ConditionType.PROGRESSING)
+    if progressing and progressing[1].status == "True":
+        decisions.append(
+            EventDecision(
+                "Normal",
+                EventReason.RUNTIME_PROGRESSING,
+                EventAction.RECONCILE_RUNTIME,
+                progressing[1].message,
+            )
+        )
+    ready = _change(old_status, new_status, ConditionType.READY)
+    if ready and ready[1].status == "True":
+        reason = (
+            EventReason.RUNTIME_SCALED_TO_ZERO
+            if ready[1].reason == Reason.SCALED_TO_ZERO
+            else EventReason.RUNTIME_READY
+        )
+        decisions.append(
+            EventDecision("Normal", reason, EventAction.OBSERVE_RUNTIME, ready[1].message)
+        )
+    upgrading = _change(old_status, new_status, ConditionType.UPGRADING)
+    upgrade = _upgrade_event(old_status, new_status, upgrading)
+    if upgrade is not None:
+        decisions.append(upgrade)
+    if failure is not None:
+        decisions.append(
+            EventDecision(
+                "Warning",
+                EventReason.RECONCILIATION_FAILED,
+                EventAction.RECONCILE_RUNTIME,
+                f"Reconciliation failed: {failure}",
+            )
+        )
+    return [_serializable(decision) for decision in decisions]
+
+
+def _serializable(decision: EventDecision) -> EventDecision:
+    """Plain strings, and a note within the 1 kB events.k8s.io accepts.
+
+    A cut note beats a lost event.
+    """
+    note = decision.note
+    if len(note.encode()) > EVENT_NOTE_MAX_LENGTH:
+        note = note.encode()[: EVENT_NOTE_MAX_LENGTH - 3].decode(errors="ignore") + "..."
+    return EventDecision(decision.type, str(decision.reason), str(decision.action), note)

@@ -1,0 +1,156 @@
+"""The upgrade lifecycle (CONTRACT.md section 6, ADR 0007).
+
+Everything is derived from the managed Deployment's own status and the
+desired image, so the operator needs no access to Pods or ReplicaSets.
+"""
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from common.api import TrussiumRuntimeSpec
+from common.conditions import ConditionState, conditions_of, find_condition
+from common.constants import ConditionType, Reason
+
+
+class RolloutPhase(StrEnum):
+    PROGRESSING = "Progressing"
+    COMPLETE = "Complete"
+    FAILED = "Failed"
+
+
+@dataclass(frozen=True)
+class Rollout:
+    phase: RolloutPhase
+    failure_reason: str = ""
+    """`ProgressDeadlineExceeded` or `ReplicaFailure` when failed."""
+    failure_message: str = ""
+    """The Deployment condition's own message, when it has one."""
+
+
+@dataclass(frozen=True)
+class Upgrade:
+    last_successful_image: str
+    condition: ConditionState
+
+
+def _count(status: Mapping[str, Any], field: str) -> int:
+    value = status.get(field)
+    return value if isinstance(value, int) else 0
+
+
+def desired_replicas(spec: TrussiumRuntimeSpec, deployment: Mapping[str, Any] | None) -> int:
+    """D: the autoscaler owns the live count when enabled, else the spec does."""
+    if spec.autoscaling is not None and spec.autoscaling.enabled:
+        live = ((deployment or {}).get("spec") or {}).get("replicas")
+        return live if isinstance(live, int) else spec.autoscaling.min_replicas
+    return spec.replicas
+
+
+def generation_observed(deployment: Mapping[str, Any]) -> bool:
+    """Whether the Deployment controller has seen the Deployment's latest spec."""
+    generation = (deployment.get("metadata") or {}).get("generation")
+    observed = _count(deployment.get("status") or {}, "observedGeneration")
+    return not isinstance(generation, int) or observed >= generation
+
+
+def _failure(deployment: Mapping[str, Any]) -> Rollout | None:
+    conditions = conditions_of(deployment.get("status"))
+    progressing = find_condition(conditions, "Progressing")
+    if (
+        progressing is not None
+        and progressing.get("status") == "False"
+        and progressing.get("reason") == Reason.PROGRESS_DEADLINE_EXCEEDED
+    ):
+        return Rollout(
+            RolloutPhase.FAILED, Reason.PROGRESS_DEADLINE_EXCEEDED, progressing.get("message", "")
+        )
+    replica_failure = find_condition(conditions, "ReplicaFailure")
+    if replica_failure is not None and replica_failure.get("status") == "True":
+        return Rollout(
+            RolloutPhase.FAILED, Reason.REPLICA_FAILURE, replica_failure.get("message", "")
+        )
+    return None
+
+
+def rollout_of(deployment: Mapping[str, Any] | None, desired: int) -> Rollout:
+    """The rollout state of the managed Deployment for D = `desired` replicas."""
+    if deployment is not None and (failure := _failure(deployment)) is not None:
+        return failure
+    if deployment is None or not generation_observed(deployment):
+        return Rollout(RolloutPhase.PROGRESSING)
+    status = deployment.get("status") or {}
+    counts = [_count(status, f) for f in ("replicas", "updatedReplicas", "readyReplicas")]
+    counts.append(_count(status, "availableReplicas"))
+    if all(c == desired for c in counts) and _count(status, "unavailableReplicas") == 0:
+        return Rollout(RolloutPhase.COMPLETE)
+    return Rollout(RolloutPhase.PROGRESSING)
+
+
+def upgrade_of(
+    previous_status: Mapping[str, Any] | None,
+    *,
+    desired_image: str,
+    current_image: str,
+    rollout: Rollout,
+) -> Upgrade:
+    """The `Upgrading` condition and `lastSuccessfulImage` after this observation.
+
+    Only a change of image away from the last successful one is an upgrade;
+    a failed upgrade never moves `lastSuccessfulImage` and nothing is rolled
+    back automatically.
+    """
+    last = (previous_status or {}).get("lastSuccessfulImage") or ""
+    landed = rollout.phase is RolloutPhase.COMPLETE and current_image == desired_image
+    if not last:
+        return Upgrade(
+            desired_image if landed else "",
+            ConditionState("False", Reason.NO_UPGRADE, "Initial provisioning is not an upgrade."),
+        )
+    if desired_image == last:
+        return Upgrade(last, _settled(previous_status, last))
+    if rollout.phase is RolloutPhase.FAILED:
+        detail = rollout.failure_message or rollout.failure_reason
+        return Upgrade(
+            last,
+            ConditionState(
+                "False",
+                Reason.UPGRADE_FAILED,
+                f"The upgrade from {last} to {desired_image} failed: {detail}",
+            ),
+        )
+    if landed:
+        return Upgrade(
+            desired_image,
+            ConditionState(
+                "False",
+                Reason.UPGRADE_COMPLETE,
+                f"The upgrade from {last} to {desired_image} completed.",
+            ),
+        )
+    return Upgrade(
+        last,
+        ConditionState(
+            "True", Reason.UPGRADE_IN_PROGRESS, f"Upgrading from {last} to {desired_image}."
+        ),
+    )
+
+
+def _settled(previous_status: Mapping[str, Any] | None, last: str) -> ConditionState:
+    """`Upgrading` while the spec asks for the last successful image."""
+    previous = find_condition(conditions_of(previous_status), ConditionType.UPGRADING)
+    reason = (previous or {}).get("reason")
+    if previous is not None and reason in (Reason.UPGRADE_COMPLETE, Reason.NO_UPGRADE):
+        return ConditionState(previous.get("status", "False"), reason, previous.get("message", ""))
+    if reason in (Reason.UPGRADE_IN_PROGRESS, Reason.UPGRADE_FAILED):
+        abandoned = (previous_status or {}).get("desiredImage") or "another image"
+        return ConditionState(
+            "False",
+            Reason.NO_UPGRADE,
+            f"The upgrade to {abandoned} was abandoned: the spec was reverted to the last "
+            f"successful image {last}.",
+        )
+    return ConditionState(
+        "False", Reason.NO_UPGRADE, f"The desired image is the last successful image {last}."
+    )

@@ -1,0 +1,319 @@
+"""The objects the operator owns for a TrussiumRuntime (CONTRACT.md section 4).
+
+Each manifest holds only the fields the operator owns, so server-side apply
+neither fights Kubernetes' defaults nor other field managers.
+"""
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel
+
+from common import constants as c
+from common.api import AutoscalingSpec, TrussiumRuntime, TrussiumRuntimeSpec
+from common.images import render_image
+from common.lifecycle import desired_replicas
+
+Manifest = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ObjectRef:
+    api_version: str
+    kind: str
+    name: str
+
+
+def _dump(model: BaseModel) -> dict[str, Any]:
+    return model.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+
+def operator_labels(name: str) -> dict[str, str]:
+    return {
+        c.LABEL_NAME: c.APP_NAME,
+        c.LABEL_INSTANCE: name,
+        c.LABEL_COMPONENT: c.COMPONENT,
+        c.LABEL_MANAGED_BY: c.MANAGED_BY,
+    }
+
+
+def selector_labels(name: str) -> dict[str, str]:
+    return {c.LABEL_NAME: c.APP_NAME, c.LABEL_INSTANCE: name}
+
+
+def _owner_reference(runtime: TrussiumRuntime) -> dict[str, Any]:
+    """The controller reference that lets garbage collection delete the object.
+
+    The uid is left out when unknown (a manifest rendered offline, before the
+    runtime exists); the API server requires it, the controller always has it.
+    """
+    reference: dict[str, Any] = {
+        "apiVersion": c.API_VERSION,
+        "kind": c.KIND,
+        "name": runtime.metadata.name,
+    }
+    if runtime.metadata.uid:
+        reference["uid"] = runtime.metadata.uid
+    return reference | {"controller": True, "blockOwnerDeletion": True}
+
+
+def _object(runtime: TrussiumRuntime, kind: str, **body: Any) -> Manifest:
+    return {
+        "apiVersion": c.MANAGED_API_VERSIONS[kind],
+        "kind": kind,
+        "metadata": {
+            "name": runtime.metadata.name,
+            "namespace": runtime.metadata.namespace,
+            "labels": operator_labels(runtime.metadata.name),
+            "ownerReferences": [_owner_reference(runtime)],
+        },
+        **body,
+    }
+
+
+def config_data(spec: TrussiumRuntimeSpec) -> dict[str, str]:
+    """The runtime's environment as projected into its ConfigMap."""
+    data = {
+        c.ENV_ENVIRONMENT: c.CONFIG_ENVIRONMENT,
+        c.ENV_HOST: c.CONFIG_HOST,
+        c.ENV_PORT: str(c.CONTAINER_PORT),
+        c.ENV_PROVIDER_NAME: spec.provider.type,
+    }
+    if spec.provider.base_url is not None:
+        data[c.ENV_PROVIDER_BASE_URL] = spec.provider.base_url
+    tuning = spec.runtime
+    if tuning is not None:
+        optional = {
+            c.ENV_PROVIDER_REQUEST_TIMEOUT: tuning.provider_request_timeout_seconds,
+            c.ENV_STREAM_IDLE_TIMEOUT: tuning.stream_idle_timeout_seconds,
+            c.ENV_GRACEFUL_SHUTDOWN: tuning.shutdown_drain_timeout_seconds,
+        }
+        data.update({key: str(value) for key, value in optional.items() if value is not None})
+    return data
+
+
+def config_checksum(data: Mapping[str, str]) -> str:
+    """SHA-256 of the length-prefixed data, byte-identical to the Go operator's.
+
+    Length prefixes make the encoding unambiguous; keys are sorted by their
+    UTF-8 bytes so insertion order never changes the result.
+    """
+    encoded = [(key.encode(), value.encode()) for key, value in data.items()]
+    digest = hashlib.sha256()
+    for key, value in sorted(encoded):
+        digest.update(b"%d:%b:%d:%b;" % (len(key), key, len(value), value))
+    return digest.hexdigest()
+
+
+def render_config_map(runtime: TrussiumRuntime) -> Manifest:
+    return _object(runtime, "ConfigMap", data=config_data(runtime.spec))
+
+
+def _pull_secrets(spec: TrussiumRuntimeSpec) -> dict[str, Any]:
+    refs = [{"name": ref.name} for ref in spec.image_pull_secrets or ()]
+    return {"imagePullSecrets": refs} if refs else {}
+
+
+def render_service_account(runtime: TrussiumRuntime) -> Manifest:
+    return _object(
+        runtime,
+        "ServiceAccount",
+        automountServiceAccountToken=False,
+        **_pull_secrets(runtime.spec),
+    )
+
+
+def render_service(runtime: TrussiumRuntime) -> Manifest:
+    service = runtime.spec.service
+    port = {
+        "name": c.PORT_NAME,
+        "protocol": "TCP",
+        "port": service.port,
+        "targetPort": c.PORT_NAME,
+    }
+    spec = {
+        "type": service.type,
+        "selector": selector_labels(runtime.metadata.name),
+        "ports": [port],
+    }
+    return _object(runtime, "Service", spec=spec)
+
+
+def _probe(path: str, timing: tuple[int, int, int]) -> dict[str, Any]:
+    period, timeout, failure_threshold = timing
+    return {
+        "httpGet": {"path": path, "port": c.PORT_NAME},
+        "periodSeconds": period,
+        "timeoutSeconds": timeout,
+        "failureThreshold": failure_threshold,
+    }
+
+
+def _container(spec: TrussiumRuntimeSpec, name: str) -> dict[str, Any]:
+    container: dict[str, Any] = {
+        "name": c.CONTAINER_NAME,
+        "image": render_image(spec.image),
+        "imagePullPolicy": spec.image.pull_policy,
+        "ports": [{"name": c.PORT_NAME, "containerPort": c.CONTAINER_PORT, "protocol": "TCP"}],
+        "envFrom": [{"configMapRef": {"name": name}}],
+    }
+    credentials = spec.provider.credentials_secret_ref
+    if credentials is not None:
+        secret_ref = {"name": credentials.name, "key": credentials.key}
+        container["env"] = [{"name": c.API_KEY_ENV, "valueFrom": {"secretKeyRef": secret_ref}}]
+    if spec.resources is not None:
+        container["resources"] = _dump(spec.resources)
+    container["securityContext"] = {
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "capabilities": {"drop": ["ALL"]},
+    }
+    container["startupProbe"] = _probe(c.LIVE_PATH, c.STARTUP_PROBE_TIMING)
+    container["livenessProbe"] = _probe(c.LIVE_PATH, c.LIVENESS_PROBE_TIMING)
+    container["readinessProbe"] = _probe(c.READY_PATH, c.READINESS_PROBE_TIMING)
+    return container
+
+
+def _termination_grace_seconds(spec: TrussiumRuntimeSpec) -> int:
+    drain = spec.runtime.shutdown_drain_timeout_seconds if spec.runtime else None
+    return (drain or c.DEFAULT_SHUTDOWN_DRAIN_SECONDS) + c.TERMINATION_GRACE_MARGIN_SECONDS
+
+
+def _pod_template(runtime: TrussiumRuntime, checksum: str) -> dict[str, Any]:
+    name = runtime.metadata.name
+    spec = runtime.spec
+    pod_metadata = spec.pod_metadata
+    user_labels = (pod_metadata.labels if pod_metadata else None) or {}
+    user_annotations = (pod_metadata.annotations if pod_metadata else None) or {}
+    labels = {k: v for k, v in user_labels.items() if k not in c.OPERATOR_LABEL_KEYS}
+    labels.update(operator_labels(name))
+    annotations = {**user_annotations, c.CONFIG_CHECKSUM_ANNOTATION: checksum}
+    pod: dict[str, Any] = {
+        "serviceAccountName": name,
+        "automountServiceAccountToken": False,
+        "enableServiceLinks": False,
+        "terminationGracePeriodSeconds": _termination_grace_seconds(spec),
+        "securityContext": {
+            "runAsNonRoot": True,
+            "runAsUser": c.RUNTIME_UID,
+            "runAsGroup": c.RUNTIME_GID,
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        **_pull_secrets(spec),
+    }
+    scheduling = spec.scheduling
+    if scheduling is not None:
+        if scheduling.node_selector:
+            pod["nodeSelector"] = dict(scheduling.node_selector)
+        if scheduling.tolerations:
+            pod["tolerations"] = [_dump(t) for t in scheduling.tolerations]
+        if scheduling.affinity is not None:
+            pod["affinity"] = _dump(scheduling.affinity)
+    pod["topologySpreadConstraints"] = [
+        {
+            "maxSkew": 1,
+            "topologyKey": c.TOPOLOGY_KEY,
+            "whenUnsatisfiable": "ScheduleAnyway",
+            "labelSelector": {"matchLabels": selector_labels(name)},
+        }
+    ]
+    pod["containers"] = [_container(spec, name)]
+    return {"metadata": {"labels": labels, "annotations": annotations}, "spec": pod}
+
+
+def render_deployment(
+    runtime: TrussiumRuntime, live_deployment: Mapping[str, Any] | None = None
+) -> Manifest:
+    """The workload; with autoscaling on, the live replica count is kept as the HPA set it."""
+    checksum = config_checksum(config_data(runtime.spec))
+    spec = {
+        "replicas": desired_replicas(runtime.spec, live_deployment),
+        "selector": {"matchLabels": selector_labels(runtime.metadata.name)},
+        "strategy": {
+            "type": "RollingUpdate",
+            "rollingUpdate": {"maxUnavailable": c.MAX_UNAVAILABLE, "maxSurge": c.MAX_SURGE},
+        },
+        "progressDeadlineSeconds": c.PROGRESS_DEADLINE_SECONDS,
+        "revisionHistoryLimit": c.REVISION_HISTORY_LIMIT,
+        "template": _pod_template(runtime, checksum),
+    }
+    return _object(runtime, "Deployment", spec=spec)
+
+
+def render_pod_disruption_budget(runtime: TrussiumRuntime) -> Manifest:
+    spec = {
+        "maxUnavailable": c.PDB_MAX_UNAVAILABLE,
+        "selector": {"matchLabels": selector_labels(runtime.metadata.name)},
+    }
+    return _object(runtime, "PodDisruptionBudget", spec=spec)
+
+
+def render_network_policy(runtime: TrussiumRuntime) -> Manifest:
+    policy = runtime.spec.network_policy
+    rules = []
+    for peer in (policy.ingress if policy else None) or ():
+        source = {"namespaceSelector": _dump(peer.namespace_selector)}
+        if peer.pod_selector is not None:
+            source["podSelector"] = _dump(peer.pod_selector)
+        rules.append({"from": [source], "ports": [{"protocol": "TCP", "port": c.CONTAINER_PORT}]})
+    spec = {
+        "podSelector": {"matchLabels": selector_labels(runtime.metadata.name)},
+        "policyTypes": ["Ingress"],
+        "ingress": rules,
+    }
+    return _object(runtime, "NetworkPolicy", spec=spec)
+
+
+def render_autoscaler(runtime: TrussiumRuntime, autoscaling: AutoscalingSpec) -> Manifest:
+    target = {
+        "type": "Utilization",
+        "averageUtilization": autoscaling.target_cpu_utilization_percentage,
+    }
+    spec = {
+        "scaleTargetRef": {
+            "apiVersion": c.MANAGED_API_VERSIONS["Deployment"],
+            "kind": "Deployment",
+            "name": runtime.metadata.name,
+        },
+        "minReplicas": autoscaling.min_replicas,
+        "maxReplicas": autoscaling.max_replicas,
+        "metrics": [{"type": "Resource", "resource": {"name": "cpu", "target": target}}],
+    }
+    return _object(runtime, "HorizontalPodAutoscaler", spec=spec)
+
+
+def network_policy_enabled(spec: TrussiumRuntimeSpec) -> bool:
+    return spec.network_policy is not None and spec.network_policy.enabled
+
+
+def render_managed_objects(
+    runtime: TrussiumRuntime, live_deployment: Mapping[str, Any] | None = None
+) -> list[Manifest]:
+    """Every object to apply, in apply order (ConfigMap first: pods mount it)."""
+    objects = [
+        render_config_map(runtime),
+        render_service_account(runtime),
+        render_service(runtime),
+        render_deployment(runtime, live_deployment),
+        render_pod_disruption_budget(runtime),
+    ]
+    if network_policy_enabled(runtime.spec):
+        objects.append(render_network_policy(runtime))
+    autoscaling = runtime.spec.autoscaling
+    if autoscaling is not None and autoscaling.enabled:
+        objects.append(render_autoscaler(runtime, autoscaling))
+    return objects
+
+
+def disabled_optional_objects(runtime: TrussiumRuntime) -> list[ObjectRef]:
+    """The optional objects whose feature is off, which must therefore not exist."""
+    name = runtime.metadata.name
+    refs = []
+    if not network_policy_enabled(runtime.spec):
+        refs.append(ObjectRef(c.MANAGED_API_VERSIONS["NetworkPolicy"], "NetworkPolicy", name))
+    if runtime.spec.autoscaling is None or not runtime.spec.autoscaling.enabled:
+        kind = "HorizontalPodAutoscaler"
+        refs.append(ObjectRef(c.MANAGED_API_VERSIONS[kind], kind, name))
+    return refs

@@ -1,0 +1,292 @@
+"""A TrussiumRuntime's status from what one reconcile observed (CONTRACT.md 3, 6, 7)."""
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from common import constants as c
+from common.api import TrussiumRuntime
+from common.conditions import (
+    ConditionState,
+    build_condition,
+    conditions_of,
+    find_condition,
+    state_of,
+)
+from common.constants import ConditionType, Reason
+from common.images import render_image
+from common.lifecycle import (
+    Rollout,
+    RolloutPhase,
+    desired_replicas,
+    generation_observed,
+    rollout_of,
+    upgrade_of,
+)
+
+Conditions = dict[ConditionType, ConditionState]
+_RESOLVED = ConditionState("True", Reason.REFERENCES_RESOLVED, "All referenced Secrets exist.")
+_AS_EXPECTED = ConditionState("False", Reason.AS_EXPECTED, "The runtime is operating as expected.")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What the reconcile's I/O observed besides the Deployment and Service."""
+
+    missing_secrets: tuple[str, ...] = ()
+    reference_check_error: str | None = None
+    reconcile_error: str | None = None
+
+
+@dataclass(frozen=True)
+class _Observed:
+    """The facts of one observation the condition table is decided on."""
+
+    deployment: Mapping[str, Any] | None
+    desired: int
+    ready: int
+    available: int
+    rollout: Rollout
+
+
+def _replicas(deployment: Mapping[str, Any] | None, field: str) -> int:
+    value = ((deployment or {}).get("status") or {}).get(field)
+    return value if isinstance(value, int) else 0
+
+
+def current_image(deployment: Mapping[str, Any] | None) -> str:
+    """The image of the `trussium` container (else the first) in the live template."""
+    pod = (((deployment or {}).get("spec") or {}).get("template") or {}).get("spec") or {}
+    containers = [x for x in pod.get("containers") or () if isinstance(x, Mapping)]
+    chosen = next((x for x in containers if x.get("name") == c.CONTAINER_NAME), None)
+    if chosen is None and containers:
+        chosen = containers[0]
+    return str((chosen or {}).get("image") or "")
+
+
+def endpoint(service: Mapping[str, Any] | None, namespace: str, default_port: int) -> str:
+    if service is None:
+        return ""
+    name = (service.get("metadata") or {}).get("name", "")
+    ports = [p for p in (service.get("spec") or {}).get("ports") or () if isinstance(p, Mapping)]
+    http = next((p for p in ports if p.get("name") == c.PORT_NAME), None)
+    port = (http or {}).get("port", default_port)
+    return f"http://{name}.{namespace}.svc.cluster.local:{port}"
+
+
+def availability(desired: int, available: int) -> ConditionState:
+    """The rule A(D) of CONTRACT.md section 7."""
+    if desired == 0:
+        return ConditionState("False", Reason.SCALED_TO_ZERO, "The runtime is scaled to zero.")
+    if available > 0:
+        return ConditionState(
+            "True", Reason.RUNTIME_AVAILABLE, f"{available} of {desired} replicas are available."
+        )
+    return ConditionState("False", Reason.RUNTIME_UNAVAILABLE, "No replica is available.")
+
+
+def _not_ready(o: _Observed) -> ConditionState:
+    return ConditionState(
+        "False", Reason.RUNTIME_NOT_READY, f"{o.ready} of {o.desired} replicas are ready."
+    )
+
+
+def _failed(reason: Reason, message: str, available: ConditionState) -> Conditions:
+    """Progressing, Available, Ready and Degraded when reconciling could not go on."""
+    return {
+        ConditionType.PROGRESSING: ConditionState("False", reason, message),
+        ConditionType.AVAILABLE: available,
+        ConditionType.READY: ConditionState("False", reason, message),
+        ConditionType.DEGRADED: ConditionState("True", reason, message),
+    }
+
+
+def _missing_secrets_message(namespace: str, names: tuple[str, ...]) -> str:
+    quoted = ", ".join(f'"{name}"' for name in names)
+    if len(names) == 1:
+        return f"Secret {quoted} was not found in namespace {namespace}."
+    return f"Secrets {quoted} were not found in namespace {namespace}."
+
+
+def _configuration(runtime: TrussiumRuntime, outcome: Outcome, o: _Observed) -> Conditions | None:
+    """The first three rows of the table: the reconcile could not run to its end."""
+    namespace = runtime.metadata.namespace
+    if outcome.missing_secrets:
+        message = _missing_secrets_message(namespace, outcome.missing_secrets)
+        invalid = ConditionState("False", Reason.SECRET_NOT_FOUND, message)
+        return {
+            ConditionType.CONFIGURATION_VALID: invalid,
+            **_failed(
+                Reason.CONFIGURATION_INVALID,
+                f"The configuration is invalid: {message}",
+                availability(runtime.spec.replicas, o.available),
+            ),
+        }
+    if outcome.reference_check_error is not None:
+        message = f"Checking the referenced Secrets failed: {outcome.reference_check_error}"
+        return {
+            ConditionType.CONFIGURATION_VALID: ConditionState(
+                "False", Reason.REFERENCE_CHECK_FAILED, message
+            ),
+            **_failed(Reason.RECONCILIATION_FAILED, message, availability(o.desired, o.available)),
+        }
+    if outcome.reconcile_error is not None:
+        message = f"Reconciliation failed: {outcome.reconcile_error}"
+        return {
+            ConditionType.CONFIGURATION_VALID: _RESOLVED,
+            **_failed(Reason.RECONCILIATION_FAILED, message, availability(o.desired, o.available)),
+        }
+    return None
+
+
+def _workload(o: _Observed) -> Conditions:
+    """The remaining rows: the state of the managed Deployment."""
+    available = availability(o.desired, o.available)
+    pending = ConditionState(
+        "True",
+        Reason.DEPLOYMENT_GENERATION_PENDING,
+        "Waiting for the Deployment controller to observe the latest Deployment spec.",
+    )
+    progressing = ConditionState(
+        "True", Reason.DEPLOYMENT_PROGRESSING, "The Deployment is rolling out."
+    )
+    if o.deployment is None:
+        return {
+            ConditionType.PROGRESSING: ConditionState(
+                "True", Reason.DEPLOYMENT_PROGRESSING, "Waiting for the Deployment to be created."
+            ),
+            ConditionType.AVAILABLE: available,
+            ConditionType.READY: _not_ready(o),
+            ConditionType.DEGRADED: _AS_EXPECTED,
+        }
+    observed = generation_observed(o.deployment)
+    if o.desired == 0:
+        if observed and o.ready == 0 and o.available == 0:
+            zero = ConditionState("False", Reason.SCALED_TO_ZERO, "The runtime is scaled to zero.")
+            return {
+                ConditionType.PROGRESSING: zero,
+                ConditionType.AVAILABLE: zero,
+                ConditionType.READY: ConditionState("True", zero.reason, zero.message),
+                ConditionType.DEGRADED: _AS_EXPECTED,
+            }
+        return {
+            ConditionType.PROGRESSING: pending,
+            ConditionType.AVAILABLE: ConditionState(
+                "False", Reason.RUNTIME_UNAVAILABLE, "The runtime is scaling to zero."
+            ),
+            ConditionType.READY: _not_ready(o),
+            ConditionType.DEGRADED: _AS_EXPECTED,
+        }
+    if o.rollout.phase is RolloutPhase.FAILED:
+        reason = o.rollout.failure_reason
+        message = o.rollout.failure_message or f"The Deployment rollout failed: {reason}."
+        failed = ConditionState("False", Reason.DEPLOYMENT_FAILED, message)
+        return {
+            ConditionType.PROGRESSING: failed,
+            ConditionType.AVAILABLE: available,
+            ConditionType.READY: failed,
+            ConditionType.DEGRADED: ConditionState("True", reason, message),
+        }
+    if observed and o.ready == o.available == o.desired:
+        return {
+            ConditionType.PROGRESSING: ConditionState(
+                "False", Reason.RECONCILIATION_COMPLETE, "The Deployment is up to date."
+            ),
+            ConditionType.AVAILABLE: available,
+            ConditionType.READY: ConditionState(
+                "True", Reason.RUNTIME_READY, f"{o.ready} of {o.desired} replicas are ready."
+            ),
+            ConditionType.DEGRADED: _AS_EXPECTED,
+        }
+    return {
+        ConditionType.PROGRESSING: progressing if observed else pending,
+        ConditionType.AVAILABLE: available,
+        ConditionType.READY: _not_ready(o),
+        ConditionType.DEGRADED: _AS_EXPECTED,
+    }
+
+
+def compute_status(
+    runtime: TrussiumRuntime,
+    *,
+    deployment: Mapping[str, Any] | None,
+    service: Mapping[str, Any] | None,
+    outcome: Outcome,
+    now: str,
+) -> dict[str, Any]:
+    """The whole status (camelCase), ready for the status subresource.
+
+    `now` is the RFC 3339 time used for conditions whose status flips.
+    """
+    previous = runtime.status.model_dump(by_alias=True) if runtime.status else None
+    desired = desired_replicas(runtime.spec, deployment)
+    o = _Observed(
+        deployment=deployment,
+        desired=desired,
+        ready=_replicas(deployment, "readyReplicas"),
+        available=_replicas(deployment, "availableReplicas"),
+        rollout=rollout_of(deployment, desired),
+    )
+    desired_image = render_image(runtime.spec.image)
+    image = current_image(deployment)
+    upgrade = upgrade_of(
+        previous, desired_image=desired_image, current_image=image, rollout=o.rollout
+    )
+    states = _configuration(runtime, outcome, o) or {
+        ConditionType.CONFIGURATION_VALID: _RESOLVED,
+        **_workload(o),
+    }
+    states[ConditionType.UPGRADING] = upgrade.condition
+    generation = runtime.metadata.generation
+    old_conditions = conditions_of(previous)
+    return {
+        "observedGeneration": generation,
+        "readyReplicas": o.ready,
+        "availableReplicas": o.available,
+        "desiredImage": desired_image,
+        "currentImage": image,
+        "lastSuccessfulImage": upgrade.last_successful_image,
+        "endpoint": endpoint(service, runtime.metadata.namespace, runtime.spec.service.port),
+        "conditions": [
+            build_condition(
+                type_,
+                states[type_],
+                previous=find_condition(old_conditions, type_),
+                generation=generation,
+                now=now,
+            )
+            for type_ in ConditionType
+        ],
+    }
+
+
+_STATUS_DEFAULTS: dict[str, Any] = {
+    "observedGeneration": None,
+    "readyReplicas": 0,
+    "availableReplicas": 0,
+    "desiredImage": "",
+    "currentImage": "",
+    "lastSuccessfulImage": "",
+    "endpoint": "",
+}
+
+
+def _comparable(status: Mapping[str, Any] | None) -> tuple[dict[str, Any], dict[Any, Any]]:
+    """The semantic content of a status: fields with defaults, conditions by type."""
+    status = status or {}
+    fields = {key: status.get(key, default) for key, default in _STATUS_DEFAULTS.items()}
+    conditions = {
+        condition.get("type"): (state_of(condition), condition.get("observedGeneration"))
+        for condition in conditions_of(status)
+    }
+    return fields, conditions
+
+
+def status_differs(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> bool:
+    """Whether writing `new` over `old` changes anything a user could see.
+
+    Condition order is irrelevant (the list is a map keyed by type) and so
+    are transition times, which `compute_status` carries over whenever the
+    status did not flip.
+    """
+    return _comparable(old) != _comparable(new)
