@@ -2,14 +2,24 @@
 
 The single source of truth for the API's shape, bounds and defaults: the CRD
 in charts/trussium-operator/crds/ is generated from these models
-(`python -m common.crd`), and a test fails when the two disagree.
+(`python -m common.crd`), and a test fails when the two disagree. Field
+descriptions become the CRD's (`kubectl explain`) and docs/api-reference.md.
+
+Cross-field rules are declared once as `CelRule`s: the CRD carries their CEL
+expression, the models enforce their Python reading, both with one message.
 """
 
-from typing import Annotated, Literal
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal, Self
 
-from pydantic import Field
+from pydantic import Field, field_validator, model_validator
+from pydantic.config import JsonDict
 
 from common.k8s_types import (
+    INT32,
+    INT64,
     Affinity,
     K8sModel,
     LabelSelector,
@@ -22,116 +32,391 @@ IMAGE_REPOSITORY_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:/-]*$"
 IMAGE_TAG_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$"
 IMAGE_DIGEST_PATTERN = r"^sha256:[a-f0-9]{64}$"
 SECRET_KEY_PATTERN = r"^[A-Za-z0-9._-]+$"
+DATE_TIME: JsonDict = {"format": "date-time"}
 
-Int32 = Annotated[int, Field(strict=True)]
-TimeoutSeconds = Annotated[int, Field(strict=True, ge=1, le=3600)]
-ObjectName = Annotated[str, Field(min_length=1, max_length=253, pattern=DNS_SUBDOMAIN_PATTERN)]
+
+@dataclass(frozen=True)
+class CelRule:
+    """A cross-field rule: CEL for the CRD, `holds` for the models, one message."""
+
+    rule: str
+    message: str
+    holds: Callable[[Any], bool]
+
+    def schema(self) -> dict[str, str]:
+        return {"rule": self.rule, "message": self.message}
+
+
+_URL_HEAD = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://([^/?]*)([^?]*)")
+_USERINFO = re.compile(r"[A-Za-z0-9\-._:~!$&'()*+,;=%@]*")
+_HOST = re.compile(r"(?:[A-Za-z0-9\-._~$&'()*+,;=:\[\]<>\"]|[^\x00-\x7f])*")
+_PORT = re.compile(r"(?::[0-9]*)?")
+_BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
+
+
+def _http_url_with_host(url: str) -> bool:
+    """Python reading of `BASE_URL_IS_HTTP`'s CEL, which parses with Go's url.ParseRequestURI.
+
+    Mirrors what Go rejects (control characters, bad ports, bad escapes,
+    characters not allowed in a host or user info), so the CRD and the
+    offline validator agree.
+    """
+    head = _URL_HEAD.match(url)
+    if head is None or any(ord(c) < 0x20 or ord(c) == 0x7F for c in url):
+        return False
+    scheme, authority, path = head.groups()
+    userinfo, _, host = authority.rpartition("@")
+    if host.startswith("["):
+        hostname, bracket, port = host[1:].partition("]")
+        if not bracket:
+            return False
+    else:
+        hostname, colon, port = host.rpartition(":")
+        hostname, port = (hostname, colon + port) if colon else (host, "")
+    return (
+        scheme.lower() in ("http", "https")
+        and bool(hostname)
+        and _USERINFO.fullmatch(userinfo) is not None
+        and _HOST.fullmatch(hostname) is not None
+        and _PORT.fullmatch(port) is not None
+        and _BAD_ESCAPE.search(path) is None
+    )
+
+
+IMAGE_TAG_XOR_DIGEST = CelRule(
+    rule="has(self.tag) != has(self.digest)",
+    message="exactly one of tag or digest must be specified",
+    holds=lambda image: (image.tag is None) != (image.digest is None),
+)
+NETWORK_POLICY_NEEDS_INGRESS = CelRule(
+    rule="!self.enabled || (has(self.ingress) && size(self.ingress) > 0)",
+    message="at least one ingress rule is required when networkPolicy.enabled is true",
+    holds=lambda policy: not policy.enabled or bool(policy.ingress),
+)
+AUTOSCALING_BOUNDS_ORDERED = CelRule(
+    rule="self.maxReplicas >= self.minReplicas",
+    message="maxReplicas must be greater than or equal to minReplicas",
+    holds=lambda autoscaling: autoscaling.max_replicas >= autoscaling.min_replicas,
+)
+BASE_URL_IS_HTTP = CelRule(
+    rule="isURL(self) && url(self).getScheme() in ['http', 'https'] "
+    "&& url(self).getHostname() != ''",
+    message="must be an absolute http or https URL with a host, e.g. http://ollama:11434",
+    holds=_http_url_with_host,
+)
+
+
+def _cel(*rules: CelRule) -> dict[str, Any]:
+    return {"x-kubernetes-validations": [r.schema() for r in rules]}
+
+
+def _check(model: Any, *rules: CelRule) -> None:
+    for rule in rules:
+        if not rule.holds(model):
+            raise ValueError(rule.message)
+
+
+def _int32(low: int, high: int) -> Any:
+    return Field(strict=True, ge=low, le=high, json_schema_extra=INT32)
+
+
+ObjectName = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=253,
+        pattern=DNS_SUBDOMAIN_PATTERN,
+        description="Name of a Secret in the runtime's namespace (a DNS subdomain).",
+    ),
+]
+TimeoutSeconds = Annotated[int, _int32(1, 3600)]
 
 
 class ImageSpec(K8sModel):
-    """The Trussium runtime container image: exactly one of tag or digest."""
+    """The Trussium runtime container image: a repository and exactly one of tag or digest."""
 
-    repository: Annotated[
-        str, Field(min_length=1, max_length=255, pattern=IMAGE_REPOSITORY_PATTERN)
-    ]
-    tag: Annotated[str, Field(min_length=1, max_length=128, pattern=IMAGE_TAG_PATTERN)] | None = (
-        None
+    model_config = K8sModel.model_config | {"json_schema_extra": _cel(IMAGE_TAG_XOR_DIGEST)}
+
+    repository: str = Field(
+        min_length=1,
+        max_length=255,
+        pattern=IMAGE_REPOSITORY_PATTERN,
+        description="Image repository, optionally with a registry host, e.g. "
+        "ghcr.io/trussium/runtime.",
     )
-    digest: Annotated[str, Field(pattern=IMAGE_DIGEST_PATTERN)] | None = None
-    pull_policy: Literal["Always", "IfNotPresent", "Never"] = "IfNotPresent"
+    tag: str | None = Field(
+        None,
+        min_length=1,
+        max_length=128,
+        pattern=IMAGE_TAG_PATTERN,
+        description="Image tag, e.g. 1.4.2. Mutable tags such as latest are warned about; "
+        "prefer a digest for reproducible rollouts. Exactly one of tag or digest.",
+    )
+    digest: str | None = Field(
+        None,
+        pattern=IMAGE_DIGEST_PATTERN,
+        description="Image digest, sha256:<64 hex digits>; pins the exact image. "
+        "Exactly one of tag or digest.",
+    )
+    pull_policy: Literal["Always", "IfNotPresent", "Never"] = Field(
+        "IfNotPresent", description="When the kubelet pulls the image."
+    )
+
+    @model_validator(mode="after")
+    def _one_of_tag_or_digest(self) -> Self:
+        _check(self, IMAGE_TAG_XOR_DIGEST)
+        return self
 
 
 class LocalObjectReference(K8sModel):
+    """A reference to a Secret in the runtime's namespace."""
+
     name: ObjectName
 
 
 class SecretKeyReference(K8sModel):
+    """A key of a Secret in the runtime's namespace."""
+
     name: ObjectName
-    key: Annotated[str, Field(min_length=1, max_length=253, pattern=SECRET_KEY_PATTERN)]
+    key: str = Field(
+        min_length=1,
+        max_length=253,
+        pattern=SECRET_KEY_PATTERN,
+        description="The key in the Secret's data that holds the value.",
+    )
 
 
 class ProviderSpec(K8sModel):
-    type: Literal["openai", "ollama"]
-    model: Annotated[str, Field(min_length=1, max_length=255)]
-    base_url: Annotated[str | None, Field(max_length=2048, alias="baseURL")] = None
-    credentials_secret_ref: SecretKeyReference | None = None
+    """The model provider the runtime talks to."""
+
+    type: Literal["openai", "ollama"] = Field(description="The provider's API flavour.")
+    model: str = Field(min_length=1, max_length=255, description="The model name to serve.")
+    base_url: str | None = Field(
+        None,
+        alias="baseURL",
+        max_length=2048,
+        description="The provider's base URL, an absolute http or https URL without "
+        "credentials, e.g. http://ollama.models:11434. Defaults to the provider's own.",
+        json_schema_extra=_cel(BASE_URL_IS_HTTP),
+    )
+    credentials_secret_ref: SecretKeyReference | None = Field(
+        None,
+        description="The Secret key holding the provider API key, passed to the runtime as "
+        "TRUSSIUM_PROVIDER__API_KEY. The operator only checks that the Secret exists.",
+    )
+
+    @field_validator("base_url")
+    @classmethod
+    def _base_url_is_http(cls, value: str | None) -> str | None:
+        if value is not None:
+            _check(value, BASE_URL_IS_HTTP)
+        return value
 
 
 class RuntimeTuning(K8sModel):
-    provider_request_timeout_seconds: TimeoutSeconds | None = None
-    stream_idle_timeout_seconds: TimeoutSeconds | None = None
-    shutdown_drain_timeout_seconds: TimeoutSeconds | None = None
+    """Runtime timeouts; each unset one keeps the runtime's own default."""
+
+    provider_request_timeout_seconds: TimeoutSeconds | None = Field(
+        None, description="Timeout of one provider request, in seconds."
+    )
+    stream_idle_timeout_seconds: TimeoutSeconds | None = Field(
+        None, description="How long a streamed response may stay idle, in seconds."
+    )
+    shutdown_drain_timeout_seconds: TimeoutSeconds | None = Field(
+        None,
+        description="How long the runtime drains in-flight requests on shutdown, in seconds "
+        "(default 30); the Pod's termination grace period is this plus 6.",
+    )
 
 
 class ServiceSpec(K8sModel):
-    type: Literal["ClusterIP", "NodePort", "LoadBalancer"] = "ClusterIP"
-    port: Annotated[int, Field(strict=True, ge=1, le=65535)] = 9000
+    """The Service in front of the runtime."""
+
+    type: Literal["ClusterIP", "NodePort", "LoadBalancer"] = Field(
+        "ClusterIP", description="The Service type."
+    )
+    port: Annotated[int, _int32(1, 65535)] = Field(
+        9000, description="The Service port (the container always listens on 9000)."
+    )
 
 
 class NetworkPolicyIngressPeer(K8sModel):
-    namespace_selector: LabelSelector
-    pod_selector: LabelSelector | None = None
+    """Clients allowed to reach the runtime: namespaces, and optionally Pods within them."""
+
+    namespace_selector: LabelSelector = Field(
+        description="Namespaces whose Pods may connect ({} selects all namespaces)."
+    )
+    pod_selector: LabelSelector | None = Field(
+        None, description="Within those namespaces, only these Pods."
+    )
 
 
 class NetworkPolicySpec(K8sModel):
-    enabled: bool = False
-    ingress: list[NetworkPolicyIngressPeer] | None = None
+    """An optional NetworkPolicy restricting ingress to the runtime's port."""
+
+    model_config = K8sModel.model_config | {"json_schema_extra": _cel(NETWORK_POLICY_NEEDS_INGRESS)}
+
+    enabled: bool = Field(False, description="Whether the operator manages a NetworkPolicy.")
+    ingress: list[NetworkPolicyIngressPeer] | None = Field(
+        None,
+        description="Allowed clients; at least one when enabled.",
+        json_schema_extra={"x-kubernetes-list-type": "atomic"},
+    )
+
+    @model_validator(mode="after")
+    def _ingress_when_enabled(self) -> Self:
+        _check(self, NETWORK_POLICY_NEEDS_INGRESS)
+        return self
 
 
 class AutoscalingSpec(K8sModel):
-    enabled: bool = False
-    min_replicas: Annotated[int, Field(strict=True, ge=1, le=1000)] = 1
-    max_replicas: Annotated[int, Field(strict=True, ge=1, le=1000)] = 10
-    target_cpu_utilization_percentage: Annotated[
-        int, Field(strict=True, ge=1, le=100, alias="targetCPUUtilizationPercentage")
-    ] = 80
+    """An optional HorizontalPodAutoscaler on CPU utilization; it then owns the replica count."""
+
+    model_config = K8sModel.model_config | {"json_schema_extra": _cel(AUTOSCALING_BOUNDS_ORDERED)}
+
+    enabled: bool = Field(
+        False,
+        description="Whether the operator manages a HorizontalPodAutoscaler; needs "
+        "resources.requests.cpu.",
+    )
+    min_replicas: Annotated[int, _int32(1, 1000)] = Field(
+        1, description="Lower bound of the replica count."
+    )
+    max_replicas: Annotated[int, _int32(1, 1000)] = Field(
+        10, description="Upper bound of the replica count; at least minReplicas."
+    )
+    target_cpu_utilization_percentage: Annotated[int, _int32(1, 100)] = Field(
+        80,
+        alias="targetCPUUtilizationPercentage",
+        description="Target average CPU utilization, in percent of the CPU request.",
+    )
+
+    @model_validator(mode="after")
+    def _bounds_ordered(self) -> Self:
+        _check(self, AUTOSCALING_BOUNDS_ORDERED)
+        return self
 
 
 class PodMetadata(K8sModel):
-    labels: dict[str, str] | None = None
-    annotations: dict[str, str] | None = None
+    """Extra labels and annotations for the runtime Pods."""
+
+    labels: dict[str, str] | None = Field(
+        None,
+        description="Extra Pod labels; the operator's app.kubernetes.io/ labels are reserved.",
+    )
+    annotations: dict[str, str] | None = Field(
+        None,
+        description="Extra Pod annotations; runtime.trussium.io/ keys and AppArmor/seccomp "
+        "annotations are reserved.",
+    )
 
 
 class SchedulingSpec(K8sModel):
-    node_selector: dict[str, str] | None = None
-    tolerations: list[Toleration] | None = None
-    affinity: Affinity | None = None
+    """Where the runtime Pods may run."""
+
+    node_selector: dict[str, str] | None = Field(
+        None, description="Node labels the Pods' nodes must have."
+    )
+    tolerations: list[Toleration] | None = Field(None, description="Taints the Pods tolerate.")
+    affinity: Affinity | None = Field(None, description="Node and Pod (anti-)affinity.")
 
 
 class TrussiumRuntimeSpec(K8sModel):
-    image: ImageSpec
-    replicas: Annotated[int, Field(strict=True, ge=0, le=1000)] = 1
-    image_pull_secrets: Annotated[list[LocalObjectReference], Field(max_length=20)] | None = None
-    provider: ProviderSpec
-    runtime: RuntimeTuning | None = None
-    service: ServiceSpec = ServiceSpec()
-    network_policy: NetworkPolicySpec | None = None
-    autoscaling: AutoscalingSpec | None = None
-    resources: ResourceRequirements | None = None
-    pod_metadata: PodMetadata | None = None
-    scheduling: SchedulingSpec | None = None
+    """The desired state of a Trussium runtime."""
+
+    image: ImageSpec = Field(description="The runtime container image.")
+    replicas: Annotated[int, _int32(0, 1000)] = Field(
+        1, description="Number of runtime Pods; ignored while autoscaling is enabled."
+    )
+    image_pull_secrets: list[LocalObjectReference] | None = Field(
+        None,
+        max_length=20,
+        description="Secrets for pulling the image, in the runtime's namespace.",
+        json_schema_extra={
+            "x-kubernetes-list-type": "map",
+            "x-kubernetes-list-map-keys": ["name"],
+        },
+    )
+    provider: ProviderSpec = Field(description="The model provider.")
+    runtime: RuntimeTuning | None = Field(None, description="Runtime timeouts.")
+    service: ServiceSpec = Field(
+        default_factory=ServiceSpec,
+        description="The Service exposing the runtime.",
+        json_schema_extra={"default": {}},
+    )
+    network_policy: NetworkPolicySpec | None = Field(
+        None, description="Optional ingress NetworkPolicy."
+    )
+    autoscaling: AutoscalingSpec | None = Field(
+        None, description="Optional HorizontalPodAutoscaler."
+    )
+    resources: ResourceRequirements | None = Field(
+        None, description="Compute resources of the runtime container."
+    )
+    pod_metadata: PodMetadata | None = Field(
+        None, description="Extra labels and annotations for the runtime Pods."
+    )
+    scheduling: SchedulingSpec | None = Field(
+        None, description="Node selector, tolerations and affinity of the runtime Pods."
+    )
+
+    @field_validator("image_pull_secrets")
+    @classmethod
+    def _unique_pull_secret_names(
+        cls, value: list[LocalObjectReference] | None
+    ) -> list[LocalObjectReference] | None:
+        names = [ref.name for ref in value or ()]
+        duplicates = sorted({name for name in names if names.count(name) > 1})
+        if duplicates:
+            raise ValueError(f"duplicate name {duplicates[0]!r}: each Secret may be listed once")
+        return value
 
 
 class Condition(K8sModel):
-    """A metav1.Condition."""
+    """A standard Kubernetes condition (metav1.Condition)."""
 
-    type: str
-    status: Literal["True", "False", "Unknown"]
-    reason: str
-    message: str = ""
-    observed_generation: int | None = None
-    last_transition_time: str
+    type: str = Field(description="Condition type, e.g. Ready or Upgrading.")
+    status: Literal["True", "False", "Unknown"] = Field(description="True, False or Unknown.")
+    reason: str = Field(description="A CamelCase reason for the last transition.")
+    message: str = Field("", description="A human-readable explanation.")
+    observed_generation: int | None = Field(
+        None,
+        description="The metadata.generation the condition was computed from.",
+        json_schema_extra=INT64,
+    )
+    last_transition_time: str = Field(
+        description="When status last changed.", json_schema_extra=DATE_TIME
+    )
 
 
 class TrussiumRuntimeStatus(K8sModel):
-    observed_generation: int | None = None
-    ready_replicas: int = 0
-    available_replicas: int = 0
-    desired_image: str = ""
-    current_image: str = ""
-    last_successful_image: str = ""
-    endpoint: str = ""
-    conditions: list[Condition] = []
+    """The observed state of a Trussium runtime, written by the operator."""
+
+    observed_generation: int | None = Field(
+        None,
+        description="The metadata.generation this status describes.",
+        json_schema_extra=INT64,
+    )
+    ready_replicas: int = Field(
+        0, description="Ready Pods of the managed Deployment.", json_schema_extra=INT32
+    )
+    available_replicas: int = Field(
+        0, description="Available Pods of the managed Deployment.", json_schema_extra=INT32
+    )
+    desired_image: str = Field("", description="The image rendered from spec.image.")
+    current_image: str = Field(
+        "", description="The image the managed Deployment's Pod template runs."
+    )
+    last_successful_image: str = Field("", description="The image whose rollout last completed.")
+    endpoint: str = Field("", description="The in-cluster URL of the runtime's Service.")
+    conditions: list[Condition] = Field(
+        [],
+        description="ConfigurationValid, Progressing, Available, Ready, Degraded, Upgrading.",
+        json_schema_extra={
+            "x-kubernetes-list-type": "map",
+            "x-kubernetes-list-map-keys": ["type"],
+        },
+    )
 
 
 class ObjectMeta(K8sModel):

@@ -8,92 +8,178 @@ deeper rules (operator/value combinations, label syntax, quantities) live in
 from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.config import JsonDict
 from pydantic.alias_generators import to_camel
 
-Quantity = Annotated[int | str, Field(description="A resource quantity, e.g. 500m or 2Gi.")]
+from common.quantity import QUANTITY_PATTERN
+
+INT32: JsonDict = {"format": "int32"}
+INT64: JsonDict = {"format": "int64"}
+
+Quantity = Annotated[
+    int | Annotated[str, Field(pattern=QUANTITY_PATTERN)],
+    Field(description="A resource quantity, e.g. 500m or 2Gi."),
+]
 
 
 class K8sModel(BaseModel):
-    """Base for API models: camelCase on the wire, unknown fields rejected."""
+    """Base for API models: camelCase on the wire, unknown fields rejected.
+
+    Strict, because the API server does not coerce either: `"3"` is not an
+    integer and `"true"` is not a boolean.
+    """
 
     model_config = ConfigDict(
-        alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="forbid",
+        frozen=True,
+        strict=True,
     )
 
 
 class LabelSelectorRequirement(K8sModel):
-    key: str
-    operator: str
-    values: list[str] | None = None
+    """A label selector requirement: a key, an operator and values."""
+
+    key: str = Field(description="The label key that the selector applies to.")
+    operator: str = Field(description="One of In, NotIn, Exists, DoesNotExist.")
+    values: list[str] | None = Field(
+        None,
+        description="Values for In and NotIn (non-empty); must be empty for Exists and "
+        "DoesNotExist.",
+    )
 
 
 class LabelSelector(K8sModel):
-    match_labels: dict[str, str] | None = None
-    match_expressions: list[LabelSelectorRequirement] | None = None
+    """A Kubernetes label selector; the requirements are ANDed."""
+
+    match_labels: dict[str, str] | None = Field(None, description="Labels that must match exactly.")
+    match_expressions: list[LabelSelectorRequirement] | None = Field(
+        None, description="Label selector requirements."
+    )
 
 
 class ResourceRequirements(K8sModel):
-    limits: dict[str, Quantity] | None = None
-    requests: dict[str, Quantity] | None = None
+    """Compute resources of the runtime container (Kubernetes ResourceRequirements)."""
+
+    limits: dict[str, Quantity] | None = Field(
+        None, description="Maximum amount of each resource the container may use."
+    )
+    requests: dict[str, Quantity] | None = Field(
+        None,
+        description="Amount of each resource the scheduler reserves; at most the limit. "
+        "autoscaling needs requests.cpu.",
+    )
 
 
 class Toleration(K8sModel):
-    key: str | None = None
-    operator: str | None = None
-    value: str | None = None
-    effect: str | None = None
-    toleration_seconds: int | None = None
+    """A Kubernetes toleration, copied to the runtime Pods."""
+
+    key: str | None = Field(
+        None, description="Taint key; empty with operator Exists matches every taint."
+    )
+    operator: str | None = Field(None, description="Equal (default) or Exists.")
+    value: str | None = Field(None, description="Taint value; must be empty for Exists.")
+    effect: str | None = Field(
+        None,
+        description="NoSchedule, PreferNoSchedule or NoExecute; empty matches all effects.",
+    )
+    toleration_seconds: int | None = Field(
+        None,
+        description="How long a NoExecute taint is tolerated; only with effect NoExecute.",
+        json_schema_extra=INT64,
+    )
 
 
 class NodeSelectorRequirement(K8sModel):
-    key: str
-    operator: str
-    values: list[str] | None = None
+    """A node selector requirement: a key, an operator and values."""
+
+    key: str = Field(description="The node label key (or field) the selector applies to.")
+    operator: str = Field(description="One of In, NotIn, Exists, DoesNotExist, Gt, Lt.")
+    values: list[str] | None = Field(
+        None,
+        description="Non-empty for In and NotIn, empty for Exists and DoesNotExist, one "
+        "integer for Gt and Lt.",
+    )
 
 
 class NodeSelectorTerm(K8sModel):
-    match_expressions: list[NodeSelectorRequirement] | None = None
-    match_fields: list[NodeSelectorRequirement] | None = None
+    """Node selector requirements, ANDed."""
+
+    match_expressions: list[NodeSelectorRequirement] | None = Field(
+        None, description="Requirements on node labels."
+    )
+    match_fields: list[NodeSelectorRequirement] | None = Field(
+        None, description="Requirements on node fields (only metadata.name)."
+    )
 
 
 class NodeSelector(K8sModel):
-    node_selector_terms: list[NodeSelectorTerm]
+    """Node selector terms, ORed."""
+
+    node_selector_terms: list[NodeSelectorTerm] = Field(
+        description="At least one term; a node matching any term is selected."
+    )
 
 
 class PreferredSchedulingTerm(K8sModel):
-    weight: int
-    preference: NodeSelectorTerm
+    """A weighted node preference."""
+
+    weight: int = Field(description="Weight in the range 1-100.", json_schema_extra=INT32)
+    preference: NodeSelectorTerm = Field(description="The preferred node selector term.")
 
 
 class NodeAffinity(K8sModel):
-    required_during_scheduling_ignored_during_execution: NodeSelector | None = None
+    """Node affinity scheduling rules."""
+
+    required_during_scheduling_ignored_during_execution: NodeSelector | None = Field(
+        None, description="Nodes the runtime Pods must be scheduled on."
+    )
     preferred_during_scheduling_ignored_during_execution: list[PreferredSchedulingTerm] | None = (
-        None
+        Field(None, description="Nodes the scheduler prefers.")
     )
 
 
 class PodAffinityTerm(K8sModel):
-    label_selector: LabelSelector | None = None
-    namespace_selector: LabelSelector | None = None
-    namespaces: list[str] | None = None
-    topology_key: str
-    match_label_keys: list[str] | None = None
-    mismatch_label_keys: list[str] | None = None
+    """A set of Pods, by labels and namespaces, and the topology domain to co-locate in."""
+
+    label_selector: LabelSelector | None = Field(None, description="The Pods to match.")
+    namespace_selector: LabelSelector | None = Field(
+        None, description="The namespaces to look for matching Pods in."
+    )
+    namespaces: list[str] | None = Field(None, description="Namespace names to look in.")
+    topology_key: str = Field(
+        description="The node label whose value defines the topology domain; required."
+    )
+    match_label_keys: list[str] | None = Field(
+        None, description="Pod label keys whose values are added to the selector (In)."
+    )
+    mismatch_label_keys: list[str] | None = Field(
+        None, description="Pod label keys whose values are added to the selector (NotIn)."
+    )
 
 
 class WeightedPodAffinityTerm(K8sModel):
-    weight: int
-    pod_affinity_term: PodAffinityTerm
+    """A weighted Pod (anti-)affinity preference."""
+
+    weight: int = Field(description="Weight in the range 1-100.", json_schema_extra=INT32)
+    pod_affinity_term: PodAffinityTerm = Field(description="The Pod affinity term.")
 
 
 class PodAffinity(K8sModel):
-    required_during_scheduling_ignored_during_execution: list[PodAffinityTerm] | None = None
+    """Pod (anti-)affinity scheduling rules."""
+
+    required_during_scheduling_ignored_during_execution: list[PodAffinityTerm] | None = Field(
+        None, description="Terms that must hold."
+    )
     preferred_during_scheduling_ignored_during_execution: list[WeightedPodAffinityTerm] | None = (
-        None
+        Field(None, description="Terms the scheduler prefers.")
     )
 
 
 class Affinity(K8sModel):
-    node_affinity: NodeAffinity | None = None
-    pod_affinity: PodAffinity | None = None
-    pod_anti_affinity: PodAffinity | None = None
+    """Kubernetes affinity rules, copied to the runtime Pods."""
+
+    node_affinity: NodeAffinity | None = Field(None, description="Node affinity.")
+    pod_affinity: PodAffinity | None = Field(None, description="Pod affinity.")
+    pod_anti_affinity: PodAffinity | None = Field(None, description="Pod anti-affinity.")
