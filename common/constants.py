@@ -133,3 +133,8 @@ MAX_UNAVAILABLE: Final = 0
 PDB_MAX_UNAVAILABLE: Final = 1
 TOPOLOGY_KEY: Final = "kubernetes.io/hostname"
 EVENT_NOTE_MAX_LENGTH: Final = 1024
+
+# The admission webhook's own objects (ADR 0001 flag defaults; the chart uses the same names).
+WEBHOOK_CONFIG_NAME: Final = "trussium-operator"
+WEBHOOK_SECRET_NAME: Final = "trussium-webhook-tls"
+WEBHOOK_SERVICE_NAME: Final = "trussium-webhook"

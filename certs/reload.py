@@ -1,0 +1,115 @@
+"""Hot reload of the serving certificate without a restart or a failed request.
+
+One long-lived server `ssl.SSLContext` is handed to the HTTPS server. OpenSSL
+copies the certificate into each connection at handshake time, so calling
+`load_cert_chain` on the live context changes what new handshakes present
+while open connections keep theirs: in-flight admissions never fail.
+
+A file pair is loaded only after it has been checked twice: `cryptography`
+confirms the key belongs to the certificate (a half-written rotation is
+skipped and picked up on the next change), and a scratch context proves that
+OpenSSL accepts the exact bytes, so a failed load never leaves the live
+context with a certificate but no key.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import ssl
+import tempfile
+from datetime import datetime
+from pathlib import Path
+
+from cryptography import x509
+
+from certs.authority import CertificateError, decode_key_pair
+from certs.files import BundleFiles, read_bundle
+
+DEFAULT_POLL_SECONDS = 5.0
+
+log = logging.getLogger(__name__)
+
+
+def server_context() -> ssl.SSLContext:
+    """A TLS server context that refuses anything older than TLS 1.2."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    return context
+
+
+class ReloadingTLS:
+    """A server SSLContext whose certificate follows the files in `directory`.
+
+    The constructor loads the files and raises CertificateError when they are
+    unusable: there is nothing to serve without them.
+    """
+
+    def __init__(self, directory: Path, *, poll_seconds: float = DEFAULT_POLL_SECONDS) -> None:
+        self.directory = directory
+        self.poll_seconds = poll_seconds
+        self.context = server_context()
+        self._digest: bytes | None = None
+        self._certificate: x509.Certificate | None = None
+        self.reload()
+        if self._certificate is None:
+            raise CertificateError(f"no usable certificate and key in {directory}")
+
+    @property
+    def certificate(self) -> x509.Certificate:
+        """The certificate new handshakes present."""
+        assert self._certificate is not None  # the constructor guarantees it
+        return self._certificate
+
+    @property
+    def not_after(self) -> datetime:
+        """Expiry of the served certificate (UTC), for the expiry metric."""
+        return self.certificate.not_valid_after_utc
+
+    def reload(self) -> bool:
+        """Load the files if their content changed; True when a new certificate is served.
+
+        On failure the current certificate stays; the same content is not
+        retried, the next change of the files is.
+        """
+        try:
+            files = read_bundle(self.directory)
+        except OSError as error:
+            log.warning("cannot read the certificate files in %s: %s", self.directory, error)
+            return False
+        digest = hashlib.sha256(files.certificate_pem + b"\0" + files.private_key_pem).digest()
+        if digest == self._digest:
+            return False
+        self._digest = digest
+        try:
+            certificate = decode_key_pair(files.certificate_pem, files.private_key_pem).certificate
+            self._load(files)
+        except (CertificateError, ssl.SSLError) as error:
+            log.warning(
+                "keeping the served certificate; new files in %s: %s", self.directory, error
+            )
+            return False
+        self._certificate = certificate
+        log.info(
+            "serving certificate loaded: serial %x, expires %s",
+            certificate.serial_number,
+            certificate.not_valid_after_utc.isoformat(),
+        )
+        return True
+
+    async def run(self) -> None:
+        """Poll the files until cancelled."""
+        while True:
+            await asyncio.sleep(self.poll_seconds)
+            self.reload()
+
+    def _load(self, files: BundleFiles) -> None:
+        # load_cert_chain reads paths only: hand it a private copy of the
+        # validated bytes so a concurrent rotation cannot slip in between.
+        with tempfile.TemporaryDirectory(prefix="trussium-tls-") as private:
+            combined = Path(private) / "tls.pem"
+            combined.touch(mode=0o600)
+            combined.write_bytes(files.certificate_pem + b"\n" + files.private_key_pem)
+            server_context().load_cert_chain(combined)
+            self.context.load_cert_chain(combined)
