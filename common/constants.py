@@ -138,3 +138,6 @@ EVENT_NOTE_MAX_LENGTH: Final = 1024
 WEBHOOK_CONFIG_NAME: Final = "trussium-operator"
 WEBHOOK_SECRET_NAME: Final = "trussium-webhook-tls"
 WEBHOOK_SERVICE_NAME: Final = "trussium-webhook"
+MUTATE_RUNTIME_PATH: Final = "/mutate-trussiumruntime"
+VALIDATE_RUNTIME_PATH: Final = "/validate-trussiumruntime"
+VALIDATE_DEPLOYMENT_PATH: Final = "/validate-managed-deployment"
