@@ -1,0 +1,66 @@
+"""Defaulting of TrussiumRuntime objects, with the minimal JSONPatch producing it.
+
+The defaults are read from the generated CRD schema (itself generated from
+`common.api`) and applied with the API server's own algorithm: a property
+with a default that is absent or null gets the default; then every present
+value is walked, so defaults nested in `service`, `autoscaling` and
+`networkPolicy` apply exactly when their parent is present. The webhook, the
+controller and the offline tools therefore default exactly as the API server
+does. Malformed input (a non-object spec, a string where an object belongs)
+is left alone for validation to report.
+"""
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from common.crd import openapi_schema
+
+
+@dataclass(frozen=True)
+class Defaulted:
+    """The defaulted object and the RFC 6902 patch that turns the input into it."""
+
+    object: dict[str, Any]
+    patch: list[dict[str, Any]]
+
+
+def json_pointer(path: list[str | int]) -> str:
+    """RFC 6901 pointer: `~` and `/` in keys escaped as `~0` and `~1`."""
+    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in path)
+
+
+def _default(
+    value: Any, schema: Mapping[str, Any], path: list[str | int], patch: list[dict[str, Any]]
+) -> Any:
+    """`value` with defaults applied; appends one op per defaulted field to `patch`."""
+    if isinstance(value, dict):
+        properties = schema.get("properties", {})
+        extra = schema.get("additionalProperties")
+        out = dict(value)
+        for key, sub in properties.items():
+            if "default" in sub and out.get(key) is None:
+                filled = _default(copy.deepcopy(sub["default"]), sub, [], [])
+                op = "replace" if key in out else "add"
+                patch.append({"op": op, "path": json_pointer([*path, key]), "value": filled})
+                out[key] = filled
+            elif key in out:
+                out[key] = _default(out[key], sub, [*path, key], patch)
+        if isinstance(extra, Mapping):
+            for key in out.keys() - properties.keys():
+                out[key] = _default(out[key], extra, [*path, key], patch)
+        return out
+    if isinstance(value, list) and "items" in schema:
+        return [_default(v, schema["items"], [*path, i], patch) for i, v in enumerate(value)]
+    return value
+
+
+_SCHEMA = openapi_schema()
+
+
+def apply_defaults(obj: Mapping[str, Any]) -> Defaulted:
+    """Apply the CRD defaults to a TrussiumRuntime (as a JSON dict)."""
+    patch: list[dict[str, Any]] = []
+    defaulted = _default(copy.deepcopy(dict(obj)), _SCHEMA, [], patch)
+    return Defaulted(object=defaulted, patch=patch)
