@@ -1,0 +1,78 @@
+"""Where the pinned Kubernetes binaries are, and which versions they are.
+
+hack/k8s/versions.env is the one place that pins them and hack/k8s/build.sh
+the one place that builds or finds them, so this module only asks those two.
+"""
+
+import functools
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+BUILD_SCRIPT = REPO_ROOT / "hack" / "k8s" / "build.sh"
+VERSIONS_FILE = REPO_ROOT / "hack" / "k8s" / "versions.env"
+BINARIES = (
+    "etcd",
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kube-scheduler",
+    "kubectl",
+    "kwok",
+    "helm",
+)
+
+
+class ComponentsError(RuntimeError):
+    """The binaries could not be built or found, or the pins are unreadable."""
+
+
+def parse_versions(text: str) -> dict[str, str]:
+    """The `KEY=value` assignments of versions.env (comments and blank lines skipped)."""
+    versions: dict[str, str] = {}
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        key, sep, value = line.partition("=")
+        if not sep or not key.isidentifier() or not value:
+            raise ComponentsError(f"versions.env line {number}: expected KEY=value, got {raw!r}")
+        versions[key] = value
+    return versions
+
+
+@dataclass(frozen=True)
+class Components:
+    bin_dir: Path
+    versions: Mapping[str, str]
+
+    def path(self, name: str) -> Path:
+        return self.bin_dir / name
+
+    @property
+    def kubernetes_version(self) -> str:
+        return self.versions["KUBERNETES_VERSION"]
+
+    @property
+    def helm_version(self) -> str:
+        return self.versions["HELM_VERSION"]
+
+
+def pinned_versions() -> dict[str, str]:
+    return parse_versions(VERSIONS_FILE.read_text())
+
+
+@functools.cache
+def locate() -> Components:
+    """Build (first time only, slow) or reuse the binaries; honours TRUSSIUM_K8S_BIN_DIR."""
+    # Build progress goes to stderr untouched: a first build takes a long while.
+    result = subprocess.run(["bash", str(BUILD_SCRIPT)], stdout=subprocess.PIPE, text=True)
+    lines = result.stdout.strip().splitlines()
+    if result.returncode != 0 or not lines:
+        raise ComponentsError(f"{BUILD_SCRIPT} failed (exit {result.returncode}); see its stderr")
+    bin_dir = Path(lines[-1])
+    missing = [name for name in BINARIES if not (bin_dir / name).is_file()]
+    if missing:
+        raise ComponentsError(f"{bin_dir} lacks {', '.join(missing)}")
+    return Components(bin_dir=bin_dir, versions=pinned_versions())

@@ -1,0 +1,122 @@
+"""The command line of each component: a pure function of where things are."""
+
+from pathlib import Path
+
+from devcluster.layout import HOST, Layout, Ports
+from devcluster.pki import Pki
+
+SERVICE_CIDR = "10.96.0.0/16"
+SERVICE_IP = "10.96.0.1"  # the `kubernetes` Service: first address of SERVICE_CIDR
+POD_CIDR = "10.244.0.1/16"
+SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local"
+FAKE_NODE_ANNOTATION = "kwok.x-k8s.io/node"
+FAKE_NODE_VALUE = "fake"
+
+# One event per request (no RequestReceived stage), metadata only: enough to
+# count requests by user and verb without ever recording a body (or a Secret).
+AUDIT_POLICY = """\
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+  - level: Metadata
+"""
+
+# An explicit, empty configuration: kwok then uses its built-in default
+# stages (nodes become Ready, pods Running and Ready) and never reads ~/.kwok.
+KWOK_CONFIG = """\
+apiVersion: config.kwok.x-k8s.io/v1alpha1
+kind: KwokConfiguration
+options: {}
+"""
+
+
+def etcd(bin_dir: Path, layout: Layout, ports: Ports) -> list[str]:
+    client = f"http://{HOST}:{ports.etcd_client}"
+    peer = f"http://{HOST}:{ports.etcd_peer}"
+    return [
+        str(bin_dir / "etcd"),
+        "--name=devcluster",
+        f"--data-dir={layout.etcd_data}",
+        f"--listen-client-urls={client}",
+        f"--advertise-client-urls={client}",
+        f"--listen-peer-urls={peer}",
+        f"--initial-advertise-peer-urls={peer}",
+        f"--initial-cluster=devcluster={peer}",
+        # Throwaway data: durability costs seconds on a busy disk and buys nothing.
+        "--unsafe-no-fsync=true",
+    ]
+
+
+def apiserver(bin_dir: Path, layout: Layout, ports: Ports, pki: Pki) -> list[str]:
+    return [
+        str(bin_dir / "kube-apiserver"),
+        f"--etcd-servers=http://{HOST}:{ports.etcd_client}",
+        f"--bind-address={HOST}",
+        f"--advertise-address={HOST}",
+        f"--secure-port={ports.apiserver}",
+        f"--tls-cert-file={pki.serving.cert}",
+        f"--tls-private-key-file={pki.serving.key}",
+        f"--client-ca-file={pki.ca.cert}",
+        "--authorization-mode=Node,RBAC",
+        f"--service-cluster-ip-range={SERVICE_CIDR}",
+        f"--service-account-issuer={SERVICE_ACCOUNT_ISSUER}",
+        f"--service-account-key-file={pki.service_account_public_key}",
+        f"--service-account-signing-key-file={pki.service_account_key}",
+        # The `kubernetes` Service cannot point at a loopback address; nothing here needs it.
+        "--endpoint-reconciler-type=none",
+        "--allow-privileged=true",
+        f"--audit-policy-file={layout.audit_policy}",
+        f"--audit-log-path={layout.audit_log}",
+        f"--cert-dir={layout.pki}",
+    ]
+
+
+def controller_manager(bin_dir: Path, layout: Layout, ports: Ports, pki: Pki) -> list[str]:
+    kubeconfig = layout.kubeconfig("controller-manager")
+    return [
+        str(bin_dir / "kube-controller-manager"),
+        f"--kubeconfig={kubeconfig}",
+        f"--authentication-kubeconfig={kubeconfig}",
+        f"--authorization-kubeconfig={kubeconfig}",
+        f"--bind-address={HOST}",
+        f"--secure-port={ports.controller_manager}",
+        f"--cert-dir={layout.pki}",
+        "--leader-elect=false",
+        # Every default controller; the cloud ones stay off without a cloud provider.
+        "--controllers=*",
+        # Each controller acts as its own ServiceAccount, as in a real cluster,
+        # so audit records and RBAC denials name the controller.
+        "--use-service-account-credentials=true",
+        f"--service-account-private-key-file={pki.service_account_key}",
+        f"--root-ca-file={pki.ca.cert}",
+        f"--cluster-signing-cert-file={pki.ca.cert}",
+        f"--cluster-signing-key-file={pki.ca.key}",
+        f"--service-cluster-ip-range={SERVICE_CIDR}",
+    ]
+
+
+def scheduler(bin_dir: Path, layout: Layout, ports: Ports) -> list[str]:
+    kubeconfig = layout.kubeconfig("scheduler")
+    return [
+        str(bin_dir / "kube-scheduler"),
+        f"--kubeconfig={kubeconfig}",
+        f"--authentication-kubeconfig={kubeconfig}",
+        f"--authorization-kubeconfig={kubeconfig}",
+        f"--bind-address={HOST}",
+        f"--secure-port={ports.scheduler}",
+        f"--cert-dir={layout.pki}",
+        "--leader-elect=false",
+    ]
+
+
+def kwok(bin_dir: Path, layout: Layout, ports: Ports) -> list[str]:
+    return [
+        str(bin_dir / "kwok"),
+        f"--kubeconfig={layout.kubeconfig('kwok')}",
+        f"--config={layout.kwok_config}",
+        "--manage-all-nodes=false",
+        f"--manage-nodes-with-annotation-selector={FAKE_NODE_ANNOTATION}={FAKE_NODE_VALUE}",
+        f"--cidr={POD_CIDR}",
+        f"--server-address={HOST}:{ports.kwok}",
+    ]
