@@ -1,0 +1,105 @@
+"""Finding what other writers added to a Deployment's pod template, so it can be removed.
+
+Server-side apply with force restores every field the operator sets, but a
+field the operator never sets (a sidecar container, a volume, an extra env
+var, a pod securityContext field) stays, owned by whoever added it. The
+operator's contract is the whole pod template, so after each apply the
+managedFields tell exactly which template fields belong to other managers
+and not to us; those are removed with a JSON patch guarded by the
+resourceVersion. Server defaults are owned by nobody and stay. The
+`kubectl.kubernetes.io/restartedAt` annotation is the one foreign field
+kept, so `kubectl rollout restart` keeps working. See ADR 0002.
+"""
+
+import json
+from typing import Any
+
+from common import constants as c
+
+Fields = dict[str, Any]
+Token = str | int
+RESTARTED_AT_FIELD = f"f:{c.RESTARTED_AT_ANNOTATION}"
+
+
+def foreign_template_removals(deployment: dict[str, Any], manager: str) -> list[dict[str, Any]]:
+    """JSON patch ops removing template fields set by managers other than `manager`.
+
+    Empty when there is nothing foreign. Test ops precede the removals, so
+    the patch fails rather than remove something it did not see.
+    """
+    meta = deployment.get("metadata", {})
+    template = deployment.get("spec", {}).get("template", {})
+    ours: Fields = {}
+    found: dict[tuple[Token, ...], Any] = {}
+    for entry in meta.get("managedFields") or ():
+        if entry.get("manager") == manager and entry.get("operation") == "Apply":
+            ours = _merge(ours, _template_fields(entry))
+    for entry in meta.get("managedFields") or ():
+        if entry.get("manager") != manager and not entry.get("subresource"):
+            _collect(_template_fields(entry), ours, template, ("spec", "template"), found)
+    ordered = sorted(found, key=_sort_key, reverse=True)
+    tests = [{"op": "test", "path": _pointer(p), "value": found[p]} for p in ordered]
+    return tests + [{"op": "remove", "path": _pointer(p)} for p in ordered]
+
+
+def _template_fields(entry: dict[str, Any]) -> Fields:
+    fields: Fields = entry.get("fieldsV1") or {}
+    return dict(fields.get("f:spec", {}).get("f:template", {}))
+
+
+def _merge(a: Fields, b: Fields) -> Fields:
+    merged = dict(a)
+    for key, child in b.items():
+        merged[key] = _merge(merged.get(key, {}), child) if isinstance(child, dict) else child
+    return merged
+
+
+def _collect(
+    foreign: Fields,
+    ours: Fields | None,
+    live: Any,
+    path: tuple[Token, ...],
+    out: dict[tuple[Token, ...], Any],
+) -> None:
+    for key, child in foreign.items():
+        if key == "." or (path[-2:] == ("metadata", "annotations") and key == RESTARTED_AT_FIELD):
+            continue
+        found = _resolve(live, key)
+        if found is None:
+            continue  # already gone
+        token, value = found
+        our_child = None if ours is None else ours.get(key)
+        if our_child is None:
+            out[(*path, token)] = value
+        elif isinstance(child, dict):
+            _collect(child, our_child, value, (*path, token), out)
+
+
+def _resolve(live: Any, key: str) -> tuple[Token, Any] | None:
+    """The live value a fieldsV1 key names, with its JSON-pointer token."""
+    kind, _, raw = key.partition(":")
+    if kind == "f" and isinstance(live, dict) and raw in live:
+        return raw, live[raw]
+    if kind in ("k", "v", "i") and isinstance(live, list):
+        wanted = json.loads(raw)
+        for index, item in enumerate(live):
+            if (
+                (kind == "k" and isinstance(item, dict) and _matches(item, wanted))
+                or (kind == "v" and item == wanted)
+                or (kind == "i" and index == wanted)
+            ):
+                return index, item
+    return None
+
+
+def _matches(item: dict[str, Any], keys: dict[str, Any]) -> bool:
+    return all(item.get(name) == value for name, value in keys.items())
+
+
+def _sort_key(path: tuple[Token, ...]) -> tuple[tuple[int, Token], ...]:
+    """Later list indices first, so removing one never shifts another still to remove."""
+    return tuple((1, t) if isinstance(t, int) else (0, t) for t in path)
+
+
+def _pointer(path: tuple[Token, ...]) -> str:
+    return "".join("/" + str(t).replace("~", "~0").replace("/", "~1") for t in path)

@@ -1,0 +1,170 @@
+"""The controller's only door to the API server: raw JSON requests and watch streams.
+
+The generated kubernetes_asyncio models are bypassed on purpose: the
+controller works on plain dicts (what `common/` consumes), needs content
+types the generated methods do not offer (server-side apply, metadata-only
+lists) and must never deserialize a Secret.
+"""
+
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+from kubernetes_asyncio import client, config
+
+from common import constants as c
+
+JSON = "application/json"
+APPLY_PATCH = "application/apply-patch+yaml"
+MERGE_PATCH = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
+# Asks for PartialObjectMetadata: names and metadata only, never a Secret's data.
+METADATA_ONLY = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+METADATA_ONLY_WATCH = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
+
+
+@dataclass(frozen=True)
+class Resource:
+    """One API resource: enough to build its URL paths."""
+
+    api_version: str
+    kind: str
+    plural: str
+
+    def path(self, namespace: str | None = None, name: str | None = None) -> str:
+        base = "/api/v1" if self.api_version == "v1" else f"/apis/{self.api_version}"
+        if namespace:
+            base += f"/namespaces/{namespace}"
+        base += f"/{self.plural}"
+        return f"{base}/{name}" if name else base
+
+
+RUNTIMES = Resource(c.API_VERSION, c.KIND, c.PLURAL)
+SECRETS = Resource("v1", "Secret", "secrets")
+EVENTS = Resource("events.k8s.io/v1", "Event", "events")
+LEASES = Resource("coordination.k8s.io/v1", "Lease", "leases")
+_PLURALS = {
+    "ConfigMap": "configmaps",
+    "ServiceAccount": "serviceaccounts",
+    "Service": "services",
+    "Deployment": "deployments",
+    "PodDisruptionBudget": "poddisruptionbudgets",
+    "NetworkPolicy": "networkpolicies",
+    "HorizontalPodAutoscaler": "horizontalpodautoscalers",
+}
+OWNED = {
+    kind: Resource(c.MANAGED_API_VERSIONS[kind], kind, plural) for kind, plural in _PLURALS.items()
+}
+
+
+class ApiError(Exception):
+    """A non-2xx answer: status code, Kubernetes reason and message (never a body dump)."""
+
+    def __init__(self, status: int, reason: str, message: str) -> None:
+        super().__init__(f"{status} {reason}: {message}")
+        self.status = status
+        self.reason = reason
+        self.message = message
+
+    @property
+    def not_found(self) -> bool:
+        return self.status == 404
+
+    @property
+    def conflict(self) -> bool:
+        return self.status == 409
+
+
+async def _error(response: aiohttp.ClientResponse) -> ApiError:
+    try:
+        body = json.loads(await response.read())
+        return ApiError(response.status, str(body.get("reason", "")), str(body.get("message", "")))
+    except ValueError:
+        return ApiError(response.status, response.reason or "", "")
+
+
+class Kube:
+    """JSON over the API client's authenticated aiohttp session."""
+
+    def __init__(self, api: client.ApiClient) -> None:
+        self.api = api
+
+    async def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: dict[str, Any] | None = None,
+        body: Any = None,
+        content_type: str = JSON,
+        accept: str = JSON,
+        read_timeout: aiohttp.ClientTimeout | None = None,
+    ) -> aiohttp.ClientResponse:
+        response: aiohttp.ClientResponse = await self.api.call_api(
+            path,
+            method,
+            query_params=sorted((query or {}).items()),
+            header_params={"Content-Type": content_type, "Accept": accept},
+            body=body,
+            auth_settings=["BearerToken"],
+            _preload_content=False,
+            _request_timeout=read_timeout or aiohttp.ClientTimeout(total=60),
+        )
+        return response
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: dict[str, Any] | None = None,
+        body: Any = None,
+        content_type: str = JSON,
+        accept: str = JSON,
+    ) -> dict[str, Any]:
+        """One request; raises ApiError on any non-2xx answer."""
+        response = await self._send(
+            method, path, query=query, body=body, content_type=content_type, accept=accept
+        )
+        async with response:
+            if not 200 <= response.status < 300:
+                raise await _error(response)
+            result: dict[str, Any] = json.loads(await response.read())
+            return result
+
+    async def watch(
+        self, path: str, query: dict[str, Any], accept: str = JSON
+    ) -> AsyncIterator[dict[str, Any]]:
+        """Yield watch events until the server closes the stream."""
+        seconds = int(query.get("timeoutSeconds", 300))
+        response = await self._send(
+            "GET",
+            path,
+            query=query | {"watch": "true"},
+            accept=accept,
+            read_timeout=aiohttp.ClientTimeout(sock_connect=30, sock_read=seconds + 30),
+        )
+        async with response:
+            if response.status != 200:
+                raise await _error(response)
+            async for line in response.content:
+                if line.strip():
+                    event: dict[str, Any] = json.loads(line)
+                    yield event
+
+
+async def connect(kubeconfig: str | None, user_agent: str) -> Kube:
+    """Kubeconfig when given, else in-cluster, else KUBECONFIG / ~/.kube/config."""
+    configuration = client.Configuration()
+    if kubeconfig:
+        await config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)
+    else:
+        try:
+            config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+        except config.ConfigException:
+            await config.load_kube_config(client_configuration=configuration)
+    api = client.ApiClient(configuration)
+    api.user_agent = user_agent
+    return Kube(api)

@@ -1,0 +1,208 @@
+"""Leader election on a coordination.k8s.io/v1 Lease, with client-go's rules.
+
+- A Lease held by someone else is taken only when it is free (empty
+  holder) or its holder has not renewed for leaseDurationSeconds, measured
+  on our own clock from when we last saw the record change (so clock skew
+  between hosts does not matter).
+- The leader renews every retry period; if no renewal succeeds within the
+  renew deadline it has lost the lease and must stop reconciling at once
+  (the manager then exits non-zero, like controller-runtime).
+- Releasing on shutdown empties the holder, so a standby takes over on its
+  next retry instead of waiting out the lease.
+"""
+
+import asyncio
+import logging
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from controller import metrics
+from controller.kube import LEASES, ApiError, Kube
+from controller.recorder import micro_time
+
+log = logging.getLogger("controller.leader")
+
+
+class LeadershipLostError(Exception):
+    """No renewal succeeded within the renew deadline."""
+
+
+@dataclass(frozen=True)
+class LeaseRecord:
+    holder: str
+    duration: int
+    renew_time: str | None
+    transitions: int
+
+
+def record_of(lease: dict[str, Any]) -> LeaseRecord:
+    spec = lease.get("spec") or {}
+    return LeaseRecord(
+        holder=spec.get("holderIdentity") or "",
+        duration=int(spec.get("leaseDurationSeconds") or 0),
+        renew_time=spec.get("renewTime"),
+        transitions=int(spec.get("leaseTransitions") or 0),
+    )
+
+
+def can_take(record: LeaseRecord, identity: str, observed_at: float, now: float) -> bool:
+    """Ours already, released, or unrenewed for its whole duration since we saw it change."""
+    return record.holder in ("", identity) or now >= observed_at + record.duration
+
+
+def claimed_spec(
+    previous: dict[str, Any] | None, identity: str, duration: int, now: datetime
+) -> dict[str, Any]:
+    """The Lease spec that makes `identity` the holder, renewed at `now`."""
+    spec = dict(previous or {})
+    stamp = micro_time(now)
+    if spec.get("holderIdentity") != identity:
+        spec["acquireTime"] = stamp
+        if previous is not None:
+            spec["leaseTransitions"] = int(spec.get("leaseTransitions") or 0) + 1
+    spec.update(holderIdentity=identity, leaseDurationSeconds=duration, renewTime=stamp)
+    spec.setdefault("leaseTransitions", 0)
+    return spec
+
+
+def released_spec(previous: dict[str, Any], now: datetime) -> dict[str, Any]:
+    return previous | {
+        "holderIdentity": "",
+        "leaseDurationSeconds": 1,
+        "renewTime": micro_time(now),
+    }
+
+
+@dataclass(frozen=True)
+class Timing:
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+
+
+class LeaderElector:
+    def __init__(
+        self,
+        kube: Kube,
+        namespace: str,
+        name: str,
+        identity: str,
+        timing: Timing = Timing(),
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.kube, self.namespace, self.name, self.identity = kube, namespace, name, identity
+        self.timing = timing
+        self._clock = clock
+        self._lease: dict[str, Any] | None = None
+        self._observed: tuple[LeaseRecord | None, float] = (None, 0.0)
+        self.leading = False
+        metrics.LEADER.labels(name).set(0)
+
+    async def acquire(self) -> None:
+        """Return once this process holds the Lease."""
+        log.info("waiting for the leader lease", extra={"fields": self._fields()})
+        while True:
+            try:
+                if await self._try():
+                    break
+            except (ApiError, OSError, TimeoutError) as error:
+                log.warning("cannot acquire the lease", extra={"fields": {"error": str(error)}})
+            await asyncio.sleep(self.timing.retry_period * (1 + 0.2 * random.random()))
+        self.leading = True
+        metrics.LEADER.labels(self.name).set(1)
+        log.info("became leader", extra={"fields": self._fields()})
+
+    async def hold(self) -> None:
+        """Renew until the renew deadline passes without success; then raise LeadershipLostError."""
+        last = self._clock()
+        while True:
+            await asyncio.sleep(self.timing.retry_period)
+            remaining = last + self.timing.renew_deadline - self._clock()
+            try:
+                renewed = remaining > 0 and await asyncio.wait_for(self._try(), remaining)
+            except (ApiError, OSError, TimeoutError) as error:
+                log.warning("lease renewal failed", extra={"fields": {"error": str(error)}})
+                renewed = False
+            if renewed:
+                last = self._clock()
+            elif self._clock() - last >= self.timing.renew_deadline:
+                self._lost()
+                raise LeadershipLostError(f"lease {self.namespace}/{self.name} not renewed in time")
+
+    def _lost(self) -> None:
+        self.leading = False
+        metrics.LEADER.labels(self.name).set(0)
+        log.error("leader lease lost", extra={"fields": self._fields()})
+
+    async def release(self) -> None:
+        """Hand the Lease over at once (best effort: it expires anyway)."""
+        if not self.leading or self._lease is None:
+            return
+        self.leading = False
+        metrics.LEADER.labels(self.name).set(0)
+        lease = self._lease | {"spec": released_spec(self._lease["spec"], datetime.now(UTC))}
+        try:
+            await self.kube.request("PUT", LEASES.path(self.namespace, self.name), body=lease)
+            log.info("leader lease released", extra={"fields": self._fields()})
+        except (ApiError, OSError) as error:
+            log.warning("cannot release the lease", extra={"fields": {"error": str(error)}})
+
+    def _fields(self) -> dict[str, str]:
+        return {"lease": f"{self.namespace}/{self.name}", "identity": self.identity}
+
+    async def _try(self) -> bool:
+        """One acquire-or-renew attempt; a renewal reuses the Lease we wrote last (one PUT)."""
+        try:
+            lease = self._lease if self.leading and self._lease else await self._get()
+        except ApiError as error:
+            if not error.not_found:
+                raise
+            return await self._create()
+        record = record_of(lease)
+        now = self._clock()
+        if record != self._observed[0]:
+            self._observed = (record, now)
+        if not can_take(record, self.identity, self._observed[1], now):
+            return False
+        body = lease | {
+            "spec": claimed_spec(
+                lease.get("spec"),
+                self.identity,
+                int(self.timing.lease_duration),
+                datetime.now(UTC),
+            )
+        }
+        try:
+            self._lease = await self.kube.request(
+                "PUT", LEASES.path(self.namespace, self.name), body=body
+            )
+        except ApiError as error:
+            if error.conflict:
+                self._lease = None
+                return False
+            raise
+        return True
+
+    async def _get(self) -> dict[str, Any]:
+        return await self.kube.request("GET", LEASES.path(self.namespace, self.name))
+
+    async def _create(self) -> bool:
+        body = {
+            "apiVersion": LEASES.api_version,
+            "kind": "Lease",
+            "metadata": {"name": self.name, "namespace": self.namespace},
+            "spec": claimed_spec(
+                None, self.identity, int(self.timing.lease_duration), datetime.now(UTC)
+            ),
+        }
+        try:
+            self._lease = await self.kube.request("POST", LEASES.path(self.namespace), body=body)
+        except ApiError as error:
+            if error.conflict:
+                return False
+            raise
+        return True

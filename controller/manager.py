@@ -1,0 +1,226 @@
+"""The controller's wiring, in one place, and its lifecycle.
+
+Read `watches()` as controller-runtime's builder sentence:
+For(TrussiumRuntime, generation changed).Owns(ConfigMap, ServiceAccount,
+Service, Deployment, PodDisruptionBudget, NetworkPolicy,
+HorizontalPodAutoscaler).Watches(Secret metadata, referencing runtimes).
+"""
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Coroutine, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from prometheus_client import REGISTRY
+
+from common import constants as c
+from controller import metrics
+from controller.cache import Change, Store, identity_only
+from controller.health import metrics_app, probes_app, serve
+from controller.informer import Informer
+from controller.kube import (
+    METADATA_ONLY,
+    METADATA_ONLY_WATCH,
+    OWNED,
+    RUNTIMES,
+    SECRETS,
+    ApiError,
+    Kube,
+    Resource,
+)
+from controller.leader import LeaderElector, LeadershipLostError, Timing
+from controller.mapping import owner_of, runtime_change, runtimes_referencing_secret
+from controller.reconciler import Caches, ConflictError, ReconcileError, Reconciler
+from controller.recorder import Recorder
+from controller.workqueue import WorkQueue
+
+log = logging.getLogger("controller.manager")
+SHUTDOWN_GRACE_SECONDS = 30.0
+
+
+@dataclass(frozen=True)
+class Options:
+    watch_namespace: str | None = None
+    workers: int = 4
+    leader_elect: bool = True
+    leader_election_id: str = c.FIELD_MANAGER
+    leader_election_namespace: str = "default"
+    timing: Timing = field(default_factory=Timing)
+    metrics_address: str = "0.0.0.0:8080"
+    health_address: str = "0.0.0.0:8081"
+    identity: str = "trussium-operator"
+
+
+class Manager:
+    def __init__(self, kube: Kube, options: Options) -> None:
+        self.kube = kube
+        self.options = options
+        self.queue = WorkQueue(metrics.QUEUE)
+        self.informers = self.watches()
+        self.runtimes = self.informers[0]
+        owned = {i.resource.kind: i.store for i in self.informers[1:-1]}
+        caches = Caches(runtimes=self.runtimes.store, owned=owned, secrets=self.informers[-1])
+        self.reconciler = Reconciler(kube, caches, Recorder(kube, options.identity))
+        self.elector = (
+            LeaderElector(
+                kube,
+                options.leader_election_namespace,
+                options.leader_election_id,
+                options.identity,
+                options.timing,
+            )
+            if options.leader_elect
+            else None
+        )
+
+    def watches(self) -> list[Informer]:
+        """What triggers a reconcile: runtimes first, owned kinds, Secrets last."""
+        return [
+            self._watch(RUNTIMES, runtime_change),
+            *(self._watch(r, owner_of, c.MANAGED_SELECTOR) for r in OWNED.values()),
+            self._watch(SECRETS, self._referencing_runtimes, metadata_only=True),
+        ]
+
+    def _watch(
+        self,
+        resource: Resource,
+        map_to: Callable[[Change], list[str]],
+        selector: str | None = None,
+        *,
+        metadata_only: bool = False,
+    ) -> Informer:
+        def enqueue(change: Change) -> None:
+            for key in map_to(change):
+                self.queue.add(key)
+
+        if not metadata_only:
+            return Informer(
+                self.kube,
+                resource,
+                enqueue,
+                namespace=self.options.watch_namespace,
+                label_selector=selector,
+            )
+        return Informer(
+            self.kube,
+            resource,
+            enqueue,
+            namespace=self.options.watch_namespace,
+            accept=(METADATA_ONLY, METADATA_ONLY_WATCH),
+            store=Store(identity_only),
+        )
+
+    def _referencing_runtimes(self, change: Change) -> list[str]:
+        return runtimes_referencing_secret(change, self.runtimes.store.values())
+
+    def synced(self) -> bool:
+        return all(i.synced.is_set() for i in self.informers)
+
+    def _ready_statuses(self) -> Iterator[str]:
+        for runtime in self.runtimes.store.values():
+            conditions = (runtime.get("status") or {}).get("conditions") or ()
+            ready = [x for x in conditions if x.get("type") == c.ConditionType.READY]
+            yield str(ready[0].get("status")) if ready else "Unknown"
+
+    async def run(self, stop: asyncio.Event) -> int:
+        """Run until `stop` is set (exit 0) or the leader lease is lost (exit 1)."""
+        collector = metrics.register_runtime_gauge(self._ready_statuses)
+        runners = [
+            await serve(probes_app(self.synced), self.options.health_address),
+            await serve(metrics_app(), self.options.metrics_address),
+        ]
+        informer_tasks = [asyncio.create_task(i.run()) for i in self.informers]
+        try:
+            return await self._lead_and_work(stop)
+        finally:
+            for task in informer_tasks:
+                task.cancel()
+            await asyncio.gather(*informer_tasks, return_exceptions=True)
+            for runner in runners:
+                if runner is not None:
+                    await runner.cleanup()
+            REGISTRY.unregister(collector)
+
+    async def _lead_and_work(self, stop: asyncio.Event) -> int:
+        if not await _until(stop, self._all_synced()):
+            return 0
+        log.info("caches synced", extra={"fields": {"runtimes": len(self.runtimes.store)}})
+        if self.elector and not await _until(stop, self.elector.acquire()):
+            return 0
+        for runtime in self.runtimes.store.values():
+            self.queue.add(f"{runtime['metadata']['namespace']}/{runtime['metadata']['name']}")
+        workers = [asyncio.create_task(self._work()) for _ in range(self.options.workers)]
+        holding = asyncio.create_task(self.elector.hold() if self.elector else _forever())
+        stopping = asyncio.create_task(stop.wait())
+        await asyncio.wait([holding, stopping], return_when=asyncio.FIRST_COMPLETED)
+        stopping.cancel()
+        if holding.done() and isinstance(holding.exception(), LeadershipLostError):
+            for worker in workers:
+                worker.cancel()  # stop reconciling at once: another leader may be active
+            await asyncio.gather(*workers, return_exceptions=True)
+            return 1
+        holding.cancel()
+        log.info("shutting down: finishing in-flight reconciles")
+        self.queue.shut_down()
+        _, late = await asyncio.wait(workers, timeout=SHUTDOWN_GRACE_SECONDS)
+        for worker in late:
+            worker.cancel()
+        if self.elector:
+            await self.elector.release()
+        return 0
+
+    async def _all_synced(self) -> None:
+        await asyncio.gather(*(i.synced.wait() for i in self.informers))
+
+    async def _work(self) -> None:
+        while (key := await self.queue.get()) is not None:
+            started = time.monotonic()
+            result = "success"
+            try:
+                await self.reconciler.reconcile(key)
+            except ConflictError:
+                result = "requeue"
+                self.queue.add_rate_limited(key)
+            except Exception as error:
+                result = "error"
+                metrics.RECONCILE_ERRORS.labels(metrics.CONTROLLER).inc()
+                namespace, name = key.split("/", 1)
+                log.warning(
+                    "reconcile error, retrying with backoff",
+                    exc_info=not _expected(error),
+                    extra={"fields": {"namespace": namespace, "name": name, "error": str(error)}},
+                )
+                self.queue.add_rate_limited(key)
+            else:
+                self.queue.forget(key)
+            finally:
+                self.queue.done(key)
+                metrics.RECONCILE_TIME.labels(metrics.CONTROLLER).observe(
+                    time.monotonic() - started
+                )
+                metrics.RECONCILE_TOTAL.labels(metrics.CONTROLLER, result).inc()
+
+
+def _expected(error: Exception) -> bool:
+    """Failures the API explains; anything else gets a traceback in the log."""
+    return isinstance(error, ApiError | ReconcileError | OSError | TimeoutError)
+
+
+async def _until(stop: asyncio.Event, work: Coroutine[Any, Any, None]) -> bool:
+    """Await `work` unless `stop` is set first; True when the work finished."""
+    task = asyncio.create_task(work)
+    stopping = asyncio.create_task(stop.wait())
+    await asyncio.wait([task, stopping], return_when=asyncio.FIRST_COMPLETED)
+    stopping.cancel()
+    if not task.done():
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        return False
+    task.result()
+    return True
+
+
+async def _forever() -> None:
+    await asyncio.Event().wait()

@@ -1,0 +1,74 @@
+"""Prometheus metrics under the names dashboards already chart for controller-runtime."""
+
+from collections.abc import Callable, Iterable, Iterator
+
+from prometheus_client import REGISTRY, Counter, Gauge, Histogram
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+CONTROLLER = "trussiumruntime"
+QUEUE = "trussiumruntime"
+
+RECONCILE_TOTAL = Counter(
+    "controller_runtime_reconcile_total",
+    "Total number of reconciliations per controller.",
+    ["controller", "result"],
+)
+RECONCILE_ERRORS = Counter(
+    "controller_runtime_reconcile_errors_total",
+    "Total number of reconciliation errors per controller.",
+    ["controller"],
+)
+RECONCILE_TIME = Histogram(
+    "controller_runtime_reconcile_time_seconds",
+    "Length of time per reconciliation per controller.",
+    ["controller"],
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
+)
+WORKQUEUE_DEPTH = Gauge("workqueue_depth", "Current depth of the work queue.", ["name"])
+WORKQUEUE_ADDS = Counter("workqueue_adds_total", "Total adds handled by the work queue.", ["name"])
+WORKQUEUE_RETRIES = Counter(
+    "workqueue_retries_total", "Total retries handled by the work queue.", ["name"]
+)
+_QUEUE_BUCKETS = (1e-6, 1e-5, 1e-4, 1e-3, 0.01, 0.1, 1, 10, 100, 1000)
+WORKQUEUE_QUEUE_DURATION = Histogram(
+    "workqueue_queue_duration_seconds",
+    "How long in seconds an item stays in the work queue before being requested.",
+    ["name"],
+    buckets=_QUEUE_BUCKETS,
+)
+WORKQUEUE_WORK_DURATION = Histogram(
+    "workqueue_work_duration_seconds",
+    "How long in seconds processing an item from the work queue takes.",
+    ["name"],
+    buckets=_QUEUE_BUCKETS,
+)
+LEADER = Gauge(
+    "leader_election_master_status",
+    "1 while this process holds the leader lease, else 0.",
+    ["name"],
+)
+
+
+class RuntimesByReady(Collector):
+    """`trussium_runtimes{ready}`: counted from the cache at scrape time, never stale."""
+
+    def __init__(self, ready_statuses: Callable[[], Iterable[str]]) -> None:
+        self._ready_statuses = ready_statuses
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        counts = {"True": 0, "False": 0, "Unknown": 0}
+        for status in self._ready_statuses():
+            counts[status if status in counts else "Unknown"] += 1
+        family = GaugeMetricFamily(
+            "trussium_runtimes", "TrussiumRuntimes by Ready condition status.", labels=["ready"]
+        )
+        for status, count in counts.items():
+            family.add_metric([status], count)
+        yield family
+
+
+def register_runtime_gauge(ready_statuses: Callable[[], Iterable[str]]) -> Collector:
+    collector = RuntimesByReady(ready_statuses)
+    REGISTRY.register(collector)
+    return collector

@@ -1,0 +1,264 @@
+"""Reconcile one TrussiumRuntime: CONTRACT.md section 5, step by step.
+
+Every decision (what to apply, what to delete, the status, the Events) is
+made by `common/`; this sequences the I/O around those decisions. It
+receives only a key and reads the current world from the caches, so it is
+level-triggered and idempotent.
+"""
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import pydantic
+
+from common import constants as c
+from common.api import TrussiumRuntime
+from common.defaulting import apply_defaults
+from common.events import decide_events
+from common.references import referenced_secret_names
+from common.render import ObjectRef, disabled_optional_objects, render_managed_objects
+from common.status import Outcome, compute_status, status_differs
+from controller.applied import AppliedObjects
+from controller.cache import Obj, Store
+from controller.drift import foreign_template_removals
+from controller.informer import Informer
+from controller.kube import APPLY_PATCH, JSON_PATCH, OWNED, RUNTIMES, ApiError, Kube
+from controller.recorder import Recorder
+
+log = logging.getLogger("controller.reconciler")
+
+
+class ConflictError(Exception):
+    """Someone wrote first: retry with fresh data, nothing failed."""
+
+
+class ReconcileError(Exception):
+    """The reconcile failed and was reported in status; retry with backoff."""
+
+
+@dataclass
+class Caches:
+    runtimes: Store
+    owned: Mapping[str, Store]
+    secrets: Informer
+
+
+class Reconciler:
+    def __init__(self, kube: Kube, caches: Caches, recorder: Recorder) -> None:
+        self.kube = kube
+        self.caches = caches
+        self.recorder = recorder
+        self.applied = AppliedObjects()
+
+    async def reconcile(self, key: str) -> None:
+        namespace, name = key.split("/", 1)
+        fields = {"namespace": namespace, "name": name}
+        obj = self.caches.runtimes.get(namespace, name)
+        if obj is None:
+            self.applied.forget(namespace, name)
+            return
+        if obj["metadata"].get("deletionTimestamp"):
+            return
+        try:
+            runtime = TrussiumRuntime.model_validate(apply_defaults(obj).object)
+        except pydantic.ValidationError as error:
+            # Admission and the CRD schema keep this out; if it gets in, only a spec edit helps.
+            log.error(
+                "invalid TrussiumRuntime, not reconciled",
+                extra={"fields": fields | {"errors": error.error_count()}},
+            )
+            return
+        outcome = self._check_secrets(runtime)
+        if outcome.missing_secrets or outcome.reference_check_error:
+            await self._report(obj, runtime, outcome, *self._observed(namespace, name))
+            if outcome.reference_check_error:
+                raise ReconcileError(outcome.reference_check_error)
+            return
+        try:
+            deployment, service = await self._converge(runtime)
+        except ConflictError:
+            raise
+        except ApiError as error:
+            message = f"{error.status} {error.reason}: {error.message}"
+            log.warning("reconcile failed", extra={"fields": fields | {"error": message}})
+            await self._report(
+                obj, runtime, Outcome(reconcile_error=message), *self._observed(namespace, name)
+            )
+            raise ReconcileError(message) from error
+        await self._report(obj, runtime, Outcome(), deployment, service)
+
+    def _observed(self, namespace: str, name: str) -> tuple[Obj | None, Obj | None]:
+        return (
+            self.caches.owned["Deployment"].get(namespace, name),
+            self.caches.owned["Service"].get(namespace, name),
+        )
+
+    def _check_secrets(self, runtime: TrussiumRuntime) -> Outcome:
+        """Existence only, from the metadata-only Secret cache."""
+        names = referenced_secret_names(runtime.spec)
+        if not names:
+            return Outcome()
+        secrets = self.caches.secrets
+        if not secrets.synced.is_set() or secrets.last_error:
+            reason = secrets.last_error or "the Secret cache is not synced yet"
+            return Outcome(reference_check_error=f"cannot list Secrets: {reason}")
+        namespace = runtime.metadata.namespace
+        missing = tuple(n for n in names if secrets.store.get(namespace, n) is None)
+        return Outcome(missing_secrets=missing)
+
+    async def _converge(self, runtime: TrussiumRuntime) -> tuple[Obj | None, Obj | None]:
+        """Apply every managed object in order, delete disabled ones; return the fresh
+        Deployment and Service."""
+        namespace, name = runtime.metadata.namespace, runtime.metadata.name
+        live_deployment = self.caches.owned["Deployment"].get(namespace, name)
+        observed: dict[str, Obj | None] = dict(
+            zip(("Deployment", "Service"), self._observed(namespace, name), strict=True)
+        )
+        for rendered in render_managed_objects(runtime, live_deployment):
+            kind = rendered["kind"]
+            live = self.caches.owned[kind].get(namespace, name)
+            if self.applied.unchanged(rendered, live):
+                continue
+            answer = await self._apply(runtime, rendered, live)
+            if kind == "Deployment":
+                answer = await self._remove_foreign_template_fields(answer)
+            self.applied.record(rendered, answer)
+            observed[kind] = answer
+        for ref in disabled_optional_objects(runtime):
+            await self._delete_if_ours(runtime, ref)
+        return observed["Deployment"], observed["Service"]
+
+    async def _apply(self, runtime: TrussiumRuntime, rendered: Obj, live: Obj | None) -> Obj:
+        body = rendered
+        autoscaled = runtime.spec.autoscaling is not None and runtime.spec.autoscaling.enabled
+        if rendered["kind"] == "Deployment" and autoscaled and live is not None:
+            # The replica count was read from `live`: apply only onto that version, so a
+            # newer count set by the autoscaler is never overwritten (409 -> fresh retry).
+            version = live["metadata"]["resourceVersion"]
+            body = rendered | {"metadata": rendered["metadata"] | {"resourceVersion": version}}
+        resource = OWNED[rendered["kind"]]
+        try:
+            return await self.kube.request(
+                "PATCH",
+                resource.path(runtime.metadata.namespace, runtime.metadata.name),
+                query={"fieldManager": c.FIELD_MANAGER, "force": "true"},
+                body=body,
+                content_type=APPLY_PATCH,
+            )
+        except ApiError as error:
+            if error.conflict and body is not rendered:
+                raise ConflictError(str(error)) from error
+            raise
+
+    async def _remove_foreign_template_fields(self, deployment: Obj) -> Obj:
+        patch = foreign_template_removals(deployment, c.FIELD_MANAGER)
+        if not patch:
+            return deployment
+        meta = deployment["metadata"]
+        log.info(
+            "removing pod template fields added by others",
+            extra={
+                "fields": {
+                    "namespace": meta["namespace"],
+                    "name": meta["name"],
+                    "paths": [op["path"] for op in patch if op["op"] == "remove"],
+                }
+            },
+        )
+        return await self.kube.request(
+            "PATCH",
+            OWNED["Deployment"].path(meta["namespace"], meta["name"]),
+            body=patch,
+            content_type=JSON_PATCH,
+        )
+
+    async def _delete_if_ours(self, runtime: TrussiumRuntime, ref: ObjectRef) -> None:
+        namespace = runtime.metadata.namespace
+        live = self.caches.owned[ref.kind].get(namespace, ref.name)
+        if live is None or not _controlled_by(live, runtime.metadata.uid):
+            return
+        try:
+            await self.kube.request(
+                "DELETE",
+                OWNED[ref.kind].path(namespace, ref.name),
+                body={"preconditions": {"uid": live["metadata"]["uid"]}},
+            )
+        except ApiError as error:
+            if not (error.not_found or error.conflict):
+                raise
+
+    async def _report(
+        self,
+        obj: Obj,
+        runtime: TrussiumRuntime,
+        outcome: Outcome,
+        deployment: Obj | None,
+        service: Obj | None,
+    ) -> None:
+        """Write the status if it changed, then post the Events its transitions call for."""
+        now = datetime.now(UTC)
+        old = obj.get("status")
+        new = compute_status(
+            runtime,
+            deployment=deployment,
+            service=service,
+            outcome=outcome,
+            now=now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        )
+        failure = outcome.reference_check_error or outcome.reconcile_error
+        if status_differs(old, new):
+            await self._write_status(obj, new)
+        elif failure is None:
+            return
+        for decision in decide_events(old, new, failure=failure):
+            await self.recorder.record(obj, decision, now)
+        log.info(
+            "status updated",
+            extra={
+                "fields": {
+                    "namespace": runtime.metadata.namespace,
+                    "name": runtime.metadata.name,
+                    "ready": _condition(new, c.ConditionType.READY),
+                }
+            },
+        )
+
+    async def _write_status(self, obj: Obj, status: dict[str, Any]) -> None:
+        meta = obj["metadata"]
+        body = {
+            "apiVersion": c.API_VERSION,
+            "kind": c.KIND,
+            "metadata": {
+                "name": meta["name"],
+                "namespace": meta["namespace"],
+                "resourceVersion": meta["resourceVersion"],
+            },
+            "status": status,
+        }
+        path = RUNTIMES.path(meta["namespace"], meta["name"]) + "/status"
+        try:
+            answer = await self.kube.request("PUT", path, body=body)
+        except ApiError as error:
+            if error.conflict:
+                raise ConflictError(str(error)) from error
+            raise
+        # The watch brings the same object later; storing it now keeps a quick
+        # follow-up reconcile from writing on top of a stale version.
+        self.caches.runtimes.upsert(answer)
+
+
+def _controlled_by(obj: Obj, uid: str) -> bool:
+    return any(
+        ref.get("controller") and ref.get("uid") == uid
+        for ref in obj["metadata"].get("ownerReferences") or ()
+    )
+
+
+def _condition(status: Mapping[str, Any], type_: str) -> str:
+    for condition in status.get("conditions") or ():
+        if condition.get("type") == type_:
+            return f"{condition.get('status')} {condition.get('reason')}"
+    return ""

@@ -1,0 +1,67 @@
+"""Posting events.k8s.io/v1 Events about a TrussiumRuntime.
+
+What to say is decided in common.events; this only addresses and posts it.
+Posting is best effort, as with client-go's recorder: a lost Event must not
+fail (and so repeat) a reconcile whose status write already succeeded.
+"""
+
+import logging
+from datetime import datetime
+from typing import Any
+
+from common import constants as c
+from common.events import EventDecision
+from controller.kube import EVENTS, ApiError, Kube
+
+log = logging.getLogger("controller.events")
+
+
+def micro_time(now: datetime) -> str:
+    return now.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def event_body(
+    runtime: dict[str, Any], decision: EventDecision, *, instance: str, now: datetime
+) -> dict[str, Any]:
+    meta = runtime["metadata"]
+    return {
+        "apiVersion": EVENTS.api_version,
+        "kind": "Event",
+        "metadata": {
+            "generateName": f"{meta['name']}.",
+            "namespace": meta["namespace"],
+        },
+        "regarding": {
+            "apiVersion": c.API_VERSION,
+            "kind": c.KIND,
+            "name": meta["name"],
+            "namespace": meta["namespace"],
+            "uid": meta.get("uid", ""),
+            "resourceVersion": meta.get("resourceVersion", ""),
+        },
+        "eventTime": micro_time(now),
+        "reportingController": c.REPORTING_CONTROLLER,
+        "reportingInstance": instance,
+        "action": decision.action,
+        "reason": decision.reason,
+        "type": decision.type,
+        "note": decision.note,
+    }
+
+
+class Recorder:
+    def __init__(self, kube: Kube, instance: str) -> None:
+        self.kube = kube
+        self.instance = instance
+
+    async def record(self, runtime: dict[str, Any], decision: EventDecision, now: datetime) -> None:
+        body = event_body(runtime, decision, instance=self.instance, now=now)
+        try:
+            await self.kube.request(
+                "POST", EVENTS.path(runtime["metadata"]["namespace"]), body=body
+            )
+        except ApiError as error:
+            log.warning(
+                "cannot post event",
+                extra={"fields": {"reason": decision.reason, "error": str(error)}},
+            )

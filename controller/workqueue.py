@@ -1,0 +1,176 @@
+"""A rate-limited work queue of keys, with client-go's semantics.
+
+- A key waiting in the queue is there once, however often it is added.
+- A key is processed by one worker at a time: re-added while in flight, it
+  waits and is queued again when that worker calls `done`.
+- Failures retry with per-key exponential backoff (5 ms doubling to
+  1000 s, like controller-runtime), bounded by a global token bucket
+  (10/s, burst 100) so a mass failure cannot hammer the API server.
+  `forget` resets a key's backoff after a success.
+"""
+
+import asyncio
+import time
+from collections import deque
+from collections.abc import Callable
+
+from controller import metrics
+
+BASE_DELAY = 0.005
+MAX_DELAY = 1000.0
+QPS = 10.0
+BURST = 100
+
+
+class ItemBackoff:
+    """Per-key exponential backoff: base * 2^failures, capped."""
+
+    def __init__(self, base: float = BASE_DELAY, cap: float = MAX_DELAY) -> None:
+        self.base, self.cap = base, cap
+        self._failures: dict[str, int] = {}
+
+    def when(self, key: str) -> float:
+        failures = self._failures.get(key, 0)
+        self._failures[key] = failures + 1
+        return min(self.base * 2.0**failures, self.cap)
+
+    def retries(self, key: str) -> int:
+        return self._failures.get(key, 0)
+
+    def forget(self, key: str) -> None:
+        self._failures.pop(key, None)
+
+
+class TokenBucket:
+    """Global limit: each retry reserves a token; the delay is how long until it exists."""
+
+    def __init__(
+        self, qps: float = QPS, burst: int = BURST, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.qps, self.burst, self._clock = qps, burst, clock
+        self._tokens = float(burst)
+        self._at = clock()
+
+    def reserve(self) -> float:
+        now = self._clock()
+        self._tokens = min(self.burst, self._tokens + (now - self._at) * self.qps)
+        self._at = now
+        self._tokens -= 1
+        return 0.0 if self._tokens >= 0 else -self._tokens / self.qps
+
+
+class WorkQueue:
+    def __init__(
+        self,
+        name: str,
+        backoff: ItemBackoff | None = None,
+        bucket: TokenBucket | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.name = name
+        self.backoff = backoff or ItemBackoff()
+        self.bucket = bucket or TokenBucket()
+        self._clock = clock
+        self._queue: deque[str] = deque()
+        self._dirty: set[str] = set()
+        self._processing: set[str] = set()
+        self._added_at: dict[str, float] = {}
+        self._started_at: dict[str, float] = {}
+        self._timers: dict[str, asyncio.TimerHandle] = {}
+        self._waiters: deque[asyncio.Future[None]] = deque()
+        self._shutting_down = False
+
+    def __len__(self) -> int:
+        return len(self._queue)
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._processing)
+
+    def add(self, key: str) -> None:
+        if self._shutting_down or key in self._dirty:
+            return
+        metrics.WORKQUEUE_ADDS.labels(self.name).inc()
+        self._dirty.add(key)
+        self._added_at.setdefault(key, self._clock())
+        if key in self._processing:
+            return
+        self._queue.append(key)
+        self._enqueued()
+
+    def _enqueued(self) -> None:
+        metrics.WORKQUEUE_DEPTH.labels(self.name).set(len(self._queue))
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+
+    def add_after(self, key: str, delay: float) -> None:
+        """Add once `delay` has passed; an earlier pending add for the key wins."""
+        if delay <= 0:
+            self.add(key)
+            return
+        loop = asyncio.get_running_loop()
+        due = loop.time() + delay
+        pending = self._timers.get(key)
+        if pending is not None:
+            if pending.when() <= due:
+                return
+            pending.cancel()
+        self._timers[key] = loop.call_at(due, self._fire, key)
+
+    def _fire(self, key: str) -> None:
+        self._timers.pop(key, None)
+        self.add(key)
+
+    def add_rate_limited(self, key: str) -> None:
+        metrics.WORKQUEUE_RETRIES.labels(self.name).inc()
+        self.add_after(key, max(self.backoff.when(key), self.bucket.reserve()))
+
+    def forget(self, key: str) -> None:
+        self.backoff.forget(key)
+
+    async def get(self) -> str | None:
+        """The next key, or None once the queue is shut down (queued keys are left)."""
+        while not self._queue or self._shutting_down:
+            if self._shutting_down:
+                return None
+            waiter = asyncio.get_running_loop().create_future()
+            self._waiters.append(waiter)
+            try:
+                await waiter
+            except asyncio.CancelledError:
+                if waiter.done() and self._queue:
+                    self._enqueued()  # pass the wake-up on to another worker
+                raise
+        key = self._queue.popleft()
+        now = self._clock()
+        metrics.WORKQUEUE_DEPTH.labels(self.name).set(len(self._queue))
+        metrics.WORKQUEUE_QUEUE_DURATION.labels(self.name).observe(
+            now - self._added_at.pop(key, now)
+        )
+        self._processing.add(key)
+        self._dirty.discard(key)
+        self._started_at[key] = now
+        return key
+
+    def done(self, key: str) -> None:
+        self._processing.discard(key)
+        started = self._started_at.pop(key, None)
+        if started is not None:
+            metrics.WORKQUEUE_WORK_DURATION.labels(self.name).observe(self._clock() - started)
+        if key in self._dirty:
+            self._queue.append(key)
+            self._enqueued()
+
+    def shut_down(self) -> None:
+        """Stop handing out keys; workers blocked in get() return None."""
+        self._shutting_down = True
+        for timer in self._timers.values():
+            timer.cancel()
+        self._timers.clear()
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
