@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from cryptography import x509
@@ -34,10 +34,10 @@ class CertificateError(ValueError):
 
 @dataclass(frozen=True)
 class KeyPair:
-    """A certificate with its private key."""
+    """A certificate with its private key; equal when the certificates are."""
 
     certificate: x509.Certificate
-    private_key: ec.EllipticCurvePrivateKey
+    private_key: ec.EllipticCurvePrivateKey = field(compare=False)
 
     @property
     def certificate_pem(self) -> bytes:

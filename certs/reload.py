@@ -50,7 +50,8 @@ class ReloadingTLS:
         self.directory = directory
         self.poll_seconds = poll_seconds
         self.context = server_context()
-        self._digest: bytes | None = None
+        self._served_digest: bytes | None = None
+        self._rejected_digest: bytes | None = None
         self._certificate: x509.Certificate | None = None
         self.reload()
         if self._certificate is None:
@@ -79,9 +80,8 @@ class ReloadingTLS:
             log.warning("cannot read the certificate files in %s: %s", self.directory, error)
             return False
         digest = hashlib.sha256(files.certificate_pem + b"\0" + files.private_key_pem).digest()
-        if digest == self._digest:
+        if digest in (self._served_digest, self._rejected_digest):
             return False
-        self._digest = digest
         try:
             certificate = decode_key_pair(files.certificate_pem, files.private_key_pem).certificate
             self._load(files)
@@ -89,7 +89,9 @@ class ReloadingTLS:
             log.warning(
                 "keeping the served certificate; new files in %s: %s", self.directory, error
             )
+            self._rejected_digest = digest
             return False
+        self._served_digest = digest
         self._certificate = certificate
         log.info(
             "serving certificate loaded: serial %x, expires %s",

@@ -112,38 +112,45 @@ def rotate(
     lifetimes: Lifetimes = DEFAULT_LIFETIMES,
 ) -> Rotation:
     """The material to keep, with the reasons it differs from `current` (none: unchanged)."""
-    reasons: list[str] = []
     if current is None or current.signing_ca.certificate.not_valid_after_utc <= now:
         signing = generate_ca(CA_COMMON_NAME, lifetimes.ca, now=now)
-        older: tuple[x509.Certificate, ...] = ()
-        serving = None
-        reasons.append("no valid CA yet")
-    else:
-        signing, serving = current.signing_ca, current.serving
-        older = tuple(ca for ca in current.older_cas if ca.not_valid_after_utc > now)
-        if len(older) != len(current.older_cas):
-            reasons.append("expired CAs dropped from the bundle")
-        if needs_renewal(signing.certificate, now, lifetimes.renew_fraction):
-            older = (signing.certificate, *older)
-            signing = generate_ca(CA_COMMON_NAME, lifetimes.ca, now=now)
-            reasons.append("CA renewed")
-
-    trusted = (signing.certificate, *older)
-    problem = (
-        "there is no serving certificate"
-        if serving is None
-        else serving_certificate_problem(
-            serving.certificate, trusted, dns_names, ip_addresses, now, lifetimes.renew_fraction
+        serving = issue_serving_certificate(
+            signing, dns_names, ip_addresses, lifetimes.serving, now=now
         )
+        return Rotation(TLSMaterial(signing, serving), ("no valid CA yet",))
+
+    reasons: list[str] = []
+    signing, serving = current.signing_ca, current.serving
+    older = tuple(ca for ca in current.older_cas if ca.not_valid_after_utc > now)
+    if len(older) != len(current.older_cas):
+        reasons.append("expired CAs dropped from the bundle")
+    problem = serving_certificate_problem(
+        serving.certificate,
+        (signing.certificate, *older),
+        dns_names,
+        ip_addresses,
+        now,
+        lifetimes.renew_fraction,
     )
-    adopt = (
-        serving is not None
+    if needs_renewal(signing.certificate, now, lifetimes.renew_fraction):
+        # A due serving certificate is refreshed by the outgoing CA, which every
+        # client trusts already, so nothing needs the new CA before it is adopted.
+        if problem is not None:
+            serving = issue_serving_certificate(
+                signing, dns_names, ip_addresses, lifetimes.serving, now=now
+            )
+            reasons.append(f"serving certificate reissued: {problem}")
+            problem = None
+        older = (signing.certificate, *older)
+        signing = generate_ca(CA_COMMON_NAME, lifetimes.ca, now=now)
+        reasons.append("CA renewed")
+    elif (
+        problem is None
         and not is_issued_by(serving.certificate, signing.certificate)
         and now - signing.certificate.not_valid_before_utc >= lifetimes.ca_adoption_delay
-    )
-    if problem is None and adopt:
-        problem = "the renewed CA is now trusted everywhere"
-    if serving is None or problem is not None:
+    ):
+        problem = "the renewed CA is trusted everywhere by now"
+    if problem is not None:
         serving = issue_serving_certificate(
             signing, dns_names, ip_addresses, lifetimes.serving, now=now
         )
