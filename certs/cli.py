@@ -29,7 +29,7 @@ from certs.authority import (
     issue_serving_certificate,
 )
 from certs.files import CA_CERT_FILE, BundleFiles, atomic_write, write_bundle
-from certs.inject import WebhookConfigurationNotFoundError, inject_ca_bundle
+from certs.inject import ConflictError, WebhookConfigurationNotFoundError, inject_ca_bundle
 from certs.rotation import CA_COMMON_NAME
 from common.constants import WEBHOOK_CONFIG_NAME
 
@@ -127,6 +127,7 @@ def _inject(args: argparse.Namespace) -> int:
         OSError,
         ConfigException,
         WebhookConfigurationNotFoundError,
+        ConflictError,
         aiohttp.ClientError,
     ) as error:
         print(f"error: {error}", file=sys.stderr)

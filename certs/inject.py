@@ -23,8 +23,15 @@ MUTATING = "MutatingWebhookConfiguration"
 VALIDATING = "ValidatingWebhookConfiguration"
 
 
+_MAX_ATTEMPTS = 5
+
+
 class WebhookConfigurationNotFoundError(LookupError):
     pass
+
+
+class ConflictError(RuntimeError):
+    """The object kept changing under us; the next pass tries again."""
 
 
 async def inject_ca_bundle(
@@ -49,25 +56,40 @@ async def inject_ca_bundle(
     }
     patched: list[str] = []
     for name in config_names:
-        found = False
-        for kind, (read, patch) in readers.items():
-            try:
-                config = await read(name)
-            except ApiException as error:
-                if error.status == 404:
-                    continue
-                raise
-            found = True
-            body = ca_bundle_patch(config, encoded)
-            if body is not None:
-                await patch(name, body)
-                patched.append(f"{kind}/{name}")
-                log.info("caBundle updated in %s/%s", kind, name)
-        if not found:
+        outcomes = {
+            kind: await _inject_one(*calls, name, encoded) for kind, calls in readers.items()
+        }
+        if all(outcome is None for outcome in outcomes.values()):
             raise WebhookConfigurationNotFoundError(
                 f"no {MUTATING} or {VALIDATING} named {name!r} exists"
             )
+        for kind, outcome in outcomes.items():
+            if outcome:
+                patched.append(f"{kind}/{name}")
+                log.info("caBundle updated in %s/%s", kind, name)
     return patched
+
+
+async def _inject_one(read: Any, patch: Any, name: str, encoded: str) -> bool | None:
+    """True when patched, False when already current, None when it does not exist."""
+    for _ in range(_MAX_ATTEMPTS):
+        try:
+            config = await read(name)
+        except ApiException as error:
+            if error.status == 404:
+                return None
+            raise
+        body = ca_bundle_patch(config, encoded)
+        if body is None:
+            return False
+        try:
+            await patch(name, body)
+        except ApiException as error:
+            if error.status != 409:
+                raise
+            continue  # changed since read (often another replica injecting): look again
+        return True
+    raise ConflictError(f"webhook configuration {name!r} changed during {_MAX_ATTEMPTS} attempts")
 
 
 def ca_bundle_patch(config: Any, encoded_bundle: str) -> dict[str, Any] | None:

@@ -26,7 +26,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from certs.authority import CertificateError
 from certs.files import BundleFiles, write_bundle
-from certs.inject import WebhookConfigurationNotFoundError, inject_ca_bundle
+from certs.inject import ConflictError, WebhookConfigurationNotFoundError, inject_ca_bundle
 from certs.rotation import DEFAULT_LIFETIMES, Lifetimes, TLSMaterial, rotate
 
 DEFAULT_CHECK_SECONDS = 300.0
@@ -40,10 +40,6 @@ log = logging.getLogger(__name__)
 
 def _utc_now() -> datetime:
     return datetime.now(UTC)
-
-
-class SecretContentionError(RuntimeError):
-    """The Secret kept changing under us; the next pass tries again."""
 
 
 class SelfManaged:
@@ -111,7 +107,7 @@ class SelfManaged:
         while True:
             try:
                 complete = await self.ensure()
-            except (ApiException, aiohttp.ClientError, SecretContentionError, OSError) as error:
+            except (ApiException, aiohttp.ClientError, ConflictError, OSError) as error:
                 log.warning("certificate check failed, retrying in %.0fs: %s", retry, error)
                 complete = False
             if complete:
@@ -154,7 +150,7 @@ class SelfManaged:
                 "; ".join(rotation.reasons),
             )
             return rotation.material
-        raise SecretContentionError(
+        raise ConflictError(
             f"Secret {self.namespace}/{self.secret_name} changed during "
             f"{_MAX_WRITE_ATTEMPTS} consecutive attempts"
         )
