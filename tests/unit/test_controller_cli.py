@@ -1,0 +1,40 @@
+"""`trussium-controller run` flags, their TRUSSIUM_* environment variables and defaults."""
+
+import pytest
+
+from controller.cli import options_from, parser
+
+
+def test_defaults_match_adr_0001(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("POD_NAME", "operator-0")
+    monkeypatch.delenv("POD_NAMESPACE", raising=False)
+    options = options_from(parser().parse_args(["run"]))
+    assert options.watch_namespace is None
+    assert options.workers == 4
+    assert options.leader_elect is True
+    assert options.leader_election_id == "trussium-operator"
+    assert (options.timing.lease_duration, options.timing.renew_deadline) == (15.0, 10.0)
+    assert options.timing.retry_period == 2.0
+    assert options.metrics_address == "0.0.0.0:8080"
+    assert options.health_address == "0.0.0.0:8081"
+    assert options.identity == "operator-0"
+
+
+def test_environment_sets_flags_and_an_explicit_flag_wins(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("TRUSSIUM_WATCH_NAMESPACE", "team-a")
+    monkeypatch.setenv("TRUSSIUM_WORKERS", "8")
+    monkeypatch.setenv("TRUSSIUM_LEADER_ELECT", "false")
+    monkeypatch.setenv("POD_NAMESPACE", "operators")
+    options = options_from(parser().parse_args(["run", "--workers", "2"]))
+    assert options.watch_namespace == "team-a"
+    assert options.workers == 2
+    assert options.leader_elect is False
+    assert options.leader_election_namespace == "operators"
+
+
+def test_inconsistent_leader_timing_is_a_clear_error() -> None:
+    args = parser().parse_args(["run", "--renew-deadline", "20"])
+    with pytest.raises(SystemExit, match="renew-deadline"):
+        options_from(args)
