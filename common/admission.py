@@ -54,9 +54,14 @@ class AdmissionRequest:
     dry_run: bool
 
     @property
+    def object_name(self) -> str:
+        """The object's name (the request's own is empty on a CREATE with generateName)."""
+        return self.name or _metadata_str(self.object, "name")
+
+    @property
     def display_name(self) -> str:
-        """namespace/name for logs and messages (name may be empty on generateName)."""
-        name = self.name or _metadata_str(self.object, "name") or "<generated>"
+        """namespace/name for logs."""
+        name = self.object_name or "<generated>"
         return f"{self.namespace}/{name}" if self.namespace else name
 
 

@@ -1,0 +1,46 @@
+"""An in-process admission app per test, with a settable Secret-name lookup."""
+
+from collections.abc import Awaitable, Callable
+
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestClient
+
+from webhook.app import AdmissionSettings, create_admission_app
+from webhook.metrics import WebhookMetrics
+
+from .reviews import OPERATOR
+
+MAX_REQUEST_BYTES = 64 * 1024
+
+Client = TestClient[web.Request, web.Application]
+SecretNames = Callable[[str], Awaitable[frozenset[str]]]
+MakeClient = Callable[..., Awaitable[Client]]
+
+
+@pytest.fixture
+def metrics() -> WebhookMetrics:
+    return WebhookMetrics()
+
+
+@pytest.fixture
+def make_client(
+    aiohttp_client: Callable[[web.Application], Awaitable[Client]], metrics: WebhookMetrics
+) -> MakeClient:
+    async def make(
+        secret_names: SecretNames | None = None, secret_lookup_timeout: float = 0.2
+    ) -> Client:
+        settings = AdmissionSettings(
+            operator_username=OPERATOR,
+            max_request_bytes=MAX_REQUEST_BYTES,
+            secret_names=secret_names,
+            secret_lookup_timeout=secret_lookup_timeout,
+        )
+        return await aiohttp_client(create_admission_app(settings, metrics))
+
+    return make
+
+
+@pytest.fixture
+async def client(make_client: MakeClient) -> Client:
+    return await make_client()

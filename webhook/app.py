@@ -1,0 +1,276 @@
+"""The webhook's aiohttp applications: admission hooks (HTTPS) and health (plain HTTP).
+
+Each hook decodes an AdmissionReview, asks `common` for the decision and
+encodes the answer; logging, metrics and error shaping wrap every hook the
+same way. No hook has side effects, so `dryRun` requests are answered like
+any other.
+"""
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from pydantic import ValidationError
+
+from common import admission
+from common.admission import AdmissionDecodeError, AdmissionRequest
+from common.api import TrussiumRuntimeSpec
+from common.constants import (
+    GROUP,
+    KIND,
+    MUTATE_RUNTIME_PATH,
+    VALIDATE_DEPLOYMENT_PATH,
+    VALIDATE_RUNTIME_PATH,
+    VERSION,
+)
+from common.defaulting import apply_defaults
+from common.guard import review_managed_deployment_update
+from common.references import referenced_secret_names
+from common.validation import validate_runtime
+from webhook.metrics import WebhookMetrics
+
+DEFAULT_MAX_REQUEST_BYTES = 3 * 1024 * 1024
+# Well inside the API server's 5 s budget: a slow lookup only costs a warning.
+SECRET_LOOKUP_TIMEOUT_SECONDS = 1.0
+
+SecretNames = Callable[[str], Awaitable[frozenset[str]]]
+Answer = dict[str, Any]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class AdmissionSettings:
+    operator_username: str
+    max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
+    # Names of the Secrets in a namespace (metadata only); None without an API client.
+    secret_names: SecretNames | None = None
+    secret_lookup_timeout: float = SECRET_LOOKUP_TIMEOUT_SECONDS
+
+
+class Hooks:
+    """The three admission decisions, each from a decoded request to an answer."""
+
+    def __init__(self, settings: AdmissionSettings) -> None:
+        self.settings = settings
+
+    async def mutate_runtime(self, request: AdmissionRequest) -> Answer:
+        problem = _runtime_problem(request)
+        if problem is not None:
+            return problem
+        if request.object is None:
+            return admission.allowed(request.uid)
+        return admission.allowed(request.uid, patch=apply_defaults(request.object).patch)
+
+    async def validate_runtime(self, request: AdmissionRequest) -> Answer:
+        problem = _runtime_problem(request)
+        if problem is not None:
+            return problem
+        if request.object is None:
+            return admission.allowed(request.uid)
+        old = request.old_object if request.operation == "UPDATE" else None
+        existing = await self._existing_secrets(request.namespace, request.object)
+        result = validate_runtime(request.object, old, existing_secrets=existing)
+        if result.allowed:
+            return admission.allowed(request.uid, warnings=result.warnings)
+        return admission.invalid(
+            request.uid,
+            kind=request.kind,
+            name=request.object_name,
+            causes=result.errors,
+            warnings=result.warnings,
+        )
+
+    async def validate_managed_deployment(self, request: AdmissionRequest) -> Answer:
+        if request.operation != "UPDATE":
+            return admission.allowed(request.uid)
+        if (request.kind.group, request.kind.kind) != ("apps", "Deployment"):
+            return admission.bad_request(
+                request.uid, f"this hook reviews apps/v1 Deployments, not {request.kind}"
+            )
+        if request.object is None or request.old_object is None:
+            return admission.bad_request(request.uid, "an UPDATE review needs object and oldObject")
+        verdict = review_managed_deployment_update(
+            request.old_object,
+            request.object,
+            request.username,
+            self.settings.operator_username,
+        )
+        if verdict.allowed:
+            return admission.allowed(request.uid)
+        return admission.denied(request.uid, verdict.message)
+
+    async def _existing_secrets(self, namespace: str, obj: dict[str, Any]) -> frozenset[str] | None:
+        """Secret names for the "does not exist yet" warning; None when unknown.
+
+        Only asked when the runtime references a Secret, bounded by a short
+        timeout, and never allowed to fail the admission.
+        """
+        lister = self.settings.secret_names
+        if lister is None or not namespace:
+            return None
+        try:
+            spec = TrussiumRuntimeSpec.model_validate(obj.get("spec"))
+        except ValidationError:
+            return None  # the validation below reports why
+        if not referenced_secret_names(spec):
+            return None
+        try:
+            async with asyncio.timeout(self.settings.secret_lookup_timeout):
+                return await lister(namespace)
+        except Exception as error:  # a lookup failure must not fail the admission
+            log.warning(
+                "cannot list Secret names; skipping the missing-Secret warning",
+                extra={"fields": {"namespace": namespace, "error": type(error).__name__}},
+            )
+            return None
+
+
+def _runtime_problem(request: AdmissionRequest) -> Answer | None:
+    """A 400 answer when the review is not about a TrussiumRuntime this webhook knows."""
+    if (request.kind.group, request.kind.version, request.kind.kind) != (GROUP, VERSION, KIND):
+        return admission.bad_request(
+            request.uid, f"this hook reviews {GROUP}/{VERSION} {KIND}, not {request.kind}"
+        )
+    if request.operation in ("CREATE", "UPDATE") and request.object is None:
+        return admission.bad_request(request.uid, f"a {request.operation} review needs an object")
+    return None
+
+
+Decide = Callable[[AdmissionRequest], Awaitable[Answer]]
+
+
+def create_admission_app(settings: AdmissionSettings, metrics: WebhookMetrics) -> web.Application:
+    """The HTTPS application: one POST route per hook."""
+    hooks = Hooks(settings)
+    app = web.Application(
+        client_max_size=settings.max_request_bytes, middlewares=[_json_errors(settings)]
+    )
+    for path, decide in (
+        (MUTATE_RUNTIME_PATH, hooks.mutate_runtime),
+        (VALIDATE_RUNTIME_PATH, hooks.validate_runtime),
+        (VALIDATE_DEPLOYMENT_PATH, hooks.validate_managed_deployment),
+    ):
+        app.router.add_post(path, _handler(path.lstrip("/"), decide, metrics))
+    return app
+
+
+def _handler(
+    hook: str, decide: Decide, metrics: WebhookMetrics
+) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+    async def handle(http_request: web.Request) -> web.StreamResponse:
+        started = time.perf_counter()
+        try:
+            request = admission.decode_review(await http_request.read())
+        except AdmissionDecodeError as error:
+            metrics.requests.labels(hook, "error").inc()
+            log.info(
+                "admission request refused", extra={"fields": {"hook": hook, "error": str(error)}}
+            )
+            if error.uid is None:
+                return _error_response(400, str(error))
+            return web.json_response(admission.bad_request(error.uid, str(error)))
+        try:
+            answer = await decide(request)
+        except Exception:
+            log.exception("admission decision failed", extra={"fields": _fields(hook, request)})
+            answer = admission.denied(
+                request.uid,
+                "internal error in the trussium webhook; see its logs",
+                code=500,
+                reason="InternalError",
+            )
+        response = admission.response_of(answer)
+        verdict = "allowed" if response.get("allowed") else "denied"
+        status = response.get("status") or {}
+        if status.get("code") in (400, 500):
+            verdict = "error"
+        duration = time.perf_counter() - started
+        metrics.requests.labels(hook, verdict).inc()
+        metrics.duration.labels(hook).observe(duration)
+        log.info(
+            "admission reviewed",
+            extra={
+                "fields": _fields(hook, request)
+                | {
+                    "verdict": verdict,
+                    "code": status.get("code"),
+                    "patched": "patch" in response,
+                    "warnings": len(response.get("warnings", ())),
+                    "duration_ms": round(duration * 1000, 3),
+                }
+            },
+        )
+        return web.json_response(answer)
+
+    return handle
+
+
+def _fields(hook: str, request: AdmissionRequest) -> dict[str, Any]:
+    """Who and what, never the object's contents."""
+    return {
+        "hook": hook,
+        "uid": request.uid,
+        "kind": str(request.kind),
+        "operation": request.operation,
+        "object": request.display_name,
+        "user": request.username,
+        "dry_run": request.dry_run,
+    }
+
+
+def _json_errors(settings: AdmissionSettings) -> Any:
+    """Every HTTP-level failure answered as a short JSON error, never a traceback."""
+
+    @web.middleware
+    async def middleware(
+        request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+    ) -> web.StreamResponse:
+        try:
+            return await handler(request)
+        except web.HTTPRequestEntityTooLarge:
+            return _error_response(
+                413,
+                f"request body exceeds the webhook's limit of {settings.max_request_bytes} bytes",
+            )
+        except web.HTTPException as error:
+            if error.status < 400:
+                raise
+            return _error_response(error.status, error.reason)
+        except Exception:
+            log.exception("unexpected error serving %s", request.path)
+            return _error_response(500, "internal error in the trussium webhook; see its logs")
+
+    return middleware
+
+
+def _error_response(status: int, message: str) -> web.Response:
+    return web.json_response({"code": status, "error": message}, status=status)
+
+
+def create_health_app(ready: Callable[[], bool], metrics: WebhookMetrics) -> web.Application:
+    """The plain-HTTP application: liveness, readiness (TLS material loaded) and metrics."""
+
+    async def healthz(_: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    async def readyz(_: web.Request) -> web.Response:
+        if ready():
+            return web.Response(text="ok")
+        return web.Response(status=503, text="serving certificate not loaded yet")
+
+    async def prometheus(_: web.Request) -> web.Response:
+        return web.Response(
+            body=generate_latest(metrics.registry), headers={"Content-Type": CONTENT_TYPE_LATEST}
+        )
+
+    app = web.Application()
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/readyz", readyz)
+    app.router.add_get("/metrics", prometheus)
+    return app

@@ -1,0 +1,32 @@
+"""Names of the Secrets in a namespace, read as metadata only.
+
+The validating hook warns about a referenced Secret that does not exist yet.
+It asks the API server for PartialObjectMetadata, so Secret values never
+reach this process.
+"""
+
+from collections.abc import Awaitable, Callable
+
+from kubernetes_asyncio import client
+
+_METADATA_ONLY = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+
+
+def secret_names_lister(
+    api_client: client.ApiClient,
+) -> Callable[[str], Awaitable[frozenset[str]]]:
+    async def secret_names(namespace: str) -> frozenset[str]:
+        response = await api_client.call_api(
+            "/api/v1/namespaces/{namespace}/secrets",
+            "GET",
+            path_params={"namespace": namespace},
+            header_params={"Accept": _METADATA_ONLY},
+            auth_settings=["BearerToken"],
+            _preload_content=False,
+        )
+        async with response:
+            response.raise_for_status()
+            listing = await response.json()
+        return frozenset(item["metadata"]["name"] for item in listing.get("items") or ())
+
+    return secret_names

@@ -1,0 +1,218 @@
+"""`trussium-webhook serve`: wiring of TLS, the two HTTP servers, and shutdown.
+
+Start order: the health server first (so the kubelet sees a live process whose
+/readyz says why it is not ready yet), then the certificate material, then the
+HTTPS server. On SIGTERM /readyz turns 503, the listener closes and in-flight
+admissions get `shutdown_timeout` seconds to finish.
+"""
+
+import asyncio
+import contextlib
+import logging
+import signal
+import tempfile
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import aiohttp
+from aiohttp import web
+from kubernetes_asyncio import client, config
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from certs.authority import service_dns_names
+from certs.reload import ReloadingTLS
+from certs.selfmanaged import SelfManaged
+from webhook.app import AdmissionSettings, create_admission_app, create_health_app
+from webhook.metrics import WebhookMetrics
+from webhook.secret_names import secret_names_lister
+
+CertMode = Literal["self-managed", "files"]
+SELF_MANAGED_RETRY_SECONDS = 5.0
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    operator_username: str
+    bind_address: str = "0.0.0.0:9443"
+    health_bind_address: str = "0.0.0.0:8081"
+    cert_mode: CertMode = "self-managed"
+    cert_dir: Path | None = None
+    namespace: str = ""
+    secret_name: str = "trussium-webhook-tls"
+    service_name: str = "trussium-webhook"
+    dns_names: tuple[str, ...] = ()
+    ip_addresses: tuple[str, ...] = ()
+    webhook_config_names: tuple[str, ...] = ("trussium-operator",)
+    kubeconfig: str | None = None
+    max_request_bytes: int = 3 * 1024 * 1024
+    shutdown_timeout: float = 20.0
+    tls_poll_seconds: float = 5.0
+
+
+class ConfigurationError(Exception):
+    """The options cannot work (e.g. self-managed mode without a namespace)."""
+
+
+def split_address(address: str) -> tuple[str, int]:
+    """ "host:port" (IPv6 as "[::1]:9443") -> (host, port); ValueError when malformed."""
+    host, separator, port = address.rpartition(":")
+    if not separator or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError(f"expected HOST:PORT, got {address!r}")
+    return host.strip("[]") or "0.0.0.0", int(port)
+
+
+@dataclass
+class _State:
+    tls: ReloadingTLS | None = None
+    stopping: bool = False
+    tasks: list[asyncio.Task[None]] = field(default_factory=list)
+
+    def ready(self) -> bool:
+        return self.tls is not None and not self.stopping
+
+
+async def serve(options: ServeOptions, stop: asyncio.Event | None = None) -> None:
+    """Serve until SIGTERM/SIGINT (or `stop` is set)."""
+    stop = stop or _stop_on_signals()
+    if options.cert_mode == "self-managed" and not options.namespace:
+        raise ConfigurationError("--cert-mode self-managed needs --namespace (or POD_NAMESPACE)")
+    if options.cert_mode == "files" and options.cert_dir is None:
+        raise ConfigurationError("--cert-mode files needs --cert-dir")
+    metrics = WebhookMetrics()
+    state = _State()
+    api_client = await _api_client(options.kubeconfig)
+    health = await _start(create_health_app(state.ready, metrics), options.health_bind_address)
+    admission_runner: web.AppRunner | None = None
+    try:
+        with tempfile.TemporaryDirectory(prefix="trussium-webhook-") as scratch:
+            cert_dir = options.cert_dir or Path(scratch)
+            loading = asyncio.create_task(_load_tls(options, state, api_client, cert_dir))
+            await _first(loading, stop)
+            if state.tls is None:
+                return
+            tls = state.tls
+            metrics.certificate_expiry.set_function(lambda: tls.not_after.timestamp())
+            settings = AdmissionSettings(
+                operator_username=options.operator_username,
+                max_request_bytes=options.max_request_bytes,
+                secret_names=secret_names_lister(api_client) if api_client else None,
+            )
+            admission_runner = await _start(
+                create_admission_app(settings, metrics),
+                options.bind_address,
+                tls.context,
+                options.shutdown_timeout,
+            )
+            log.info(
+                "serving admission reviews", extra={"fields": {"address": options.bind_address}}
+            )
+            await stop.wait()
+    finally:
+        state.stopping = True
+        for task in state.tasks:
+            task.cancel()
+        await asyncio.gather(*state.tasks, return_exceptions=True)
+        if admission_runner is not None:
+            await admission_runner.cleanup()  # closes the listener, drains in-flight requests
+        await health.cleanup()
+        if api_client is not None:
+            await api_client.close()
+        log.info("webhook stopped")
+
+
+async def _load_tls(
+    options: ServeOptions, state: _State, api_client: client.ApiClient | None, cert_dir: Path
+) -> None:
+    """Make the certificate folder current (self-managed mode), then load and watch it."""
+    manager: SelfManaged | None = None
+    if options.cert_mode == "self-managed":
+        if api_client is None:
+            raise ConfigurationError("--cert-mode self-managed needs access to the API server")
+        manager = SelfManaged(
+            api_client,
+            namespace=options.namespace,
+            secret_name=options.secret_name,
+            dns_names=[
+                *service_dns_names(options.service_name, options.namespace),
+                *options.dns_names,
+            ],
+            ip_addresses=options.ip_addresses,
+            webhook_config_names=options.webhook_config_names,
+            cert_dir=cert_dir,
+        )
+        await _retry(manager.ensure, "self-managed certificate")
+    tls = ReloadingTLS(cert_dir, poll_seconds=options.tls_poll_seconds)
+    state.tasks.append(asyncio.create_task(tls.run()))
+    if manager is not None:
+        manager.on_files_changed = tls.reload
+        state.tasks.append(asyncio.create_task(manager.run()))
+    state.tls = tls
+
+
+async def _retry(attempt: Callable[[], Awaitable[Any]], what: str) -> None:
+    while True:
+        try:
+            await attempt()
+            return
+        except (ApiException, aiohttp.ClientError, OSError) as error:
+            log.warning(
+                "%s not ready, retrying in %.0fs",
+                what,
+                SELF_MANAGED_RETRY_SECONDS,
+                extra={"fields": {"error": f"{type(error).__name__}: {error}"}},
+            )
+            await asyncio.sleep(SELF_MANAGED_RETRY_SECONDS)
+
+
+async def _first(work: "asyncio.Task[None]", stop: asyncio.Event) -> None:
+    """Wait for `work` or `stop`, whichever comes first; work's errors propagate."""
+    stopped = asyncio.create_task(stop.wait())
+    await asyncio.wait({work, stopped}, return_when=asyncio.FIRST_COMPLETED)
+    stopped.cancel()
+    if not work.done():
+        work.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await work
+        return
+    work.result()
+
+
+async def _start(
+    app: web.Application,
+    address: str,
+    ssl_context: Any = None,
+    shutdown_timeout: float = 5.0,
+) -> web.AppRunner:
+    host, port = split_address(address)
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=shutdown_timeout)
+    await runner.setup()
+    await web.TCPSite(runner, host, port, ssl_context=ssl_context).start()
+    return runner
+
+
+async def _api_client(kubeconfig: str | None) -> client.ApiClient | None:
+    """An API client from --kubeconfig, else in-cluster, else $KUBECONFIG; None when none works."""
+    if kubeconfig:
+        return await config.new_client_from_config(config_file=kubeconfig)
+    try:
+        config.load_incluster_config()  # type: ignore[no-untyped-call]
+        return client.ApiClient()
+    except config.ConfigException:
+        pass
+    try:
+        return await config.new_client_from_config()
+    except (config.ConfigException, OSError):
+        log.info("no Kubernetes API access: Secret existence warnings are disabled")
+        return None
+
+
+def _stop_on_signals() -> asyncio.Event:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    return stop
