@@ -122,10 +122,12 @@ def test_serving_certificate_problem_names_each_reason() -> None:
     assert serving_certificate_problem(cert, [ca.certificate], DNS, ["127.0.0.1"], NOW) is None
     other = generate_ca("test-ca", now=NOW).certificate
     assert "trusted CA" in str(serving_certificate_problem(cert, [other], DNS, [], NOW))
-    assert "names" in str(serving_certificate_problem(cert, [ca.certificate], DNS, [], NOW))
-    assert "names" in str(
-        serving_certificate_problem(cert, [ca.certificate], DNS[:1], ["127.0.0.1"], NOW)
+    assert "lacks" in str(
+        serving_certificate_problem(cert, [ca.certificate], [*DNS, "new.example"], [], NOW)
     )
+    assert "lacks" in str(serving_certificate_problem(cert, [ca.certificate], DNS, ["::1"], NOW))
+    # Names the certificate has beyond the wanted ones are no reason to reissue.
+    assert serving_certificate_problem(cert, [ca.certificate], DNS[:1], [], NOW) is None
     later = NOW + timedelta(days=300)
     assert "lifetime" in str(
         serving_certificate_problem(cert, [ca.certificate], DNS, ["127.0.0.1"], later)
