@@ -29,7 +29,12 @@ from certs.authority import (
     issue_serving_certificate,
 )
 from certs.files import CA_CERT_FILE, BundleFiles, atomic_write, write_bundle
-from certs.inject import ConflictError, WebhookConfigurationNotFoundError, inject_ca_bundle
+from certs.inject import (
+    ConflictError,
+    WebhookConfigurationNotFoundError,
+    describe,
+    inject_ca_bundle,
+)
 from certs.rotation import CA_COMMON_NAME
 from common.constants import WEBHOOK_CONFIG_NAME
 
@@ -129,11 +134,9 @@ def _inject(args: argparse.Namespace) -> int:
         WebhookConfigurationNotFoundError,
         ConflictError,
         aiohttp.ClientError,
+        ApiException,
     ) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
-    except ApiException as error:
-        print(f"error: the API server answered {error.status} {error.reason}", file=sys.stderr)
+        print(f"error: {describe(error)}", file=sys.stderr)
         return 1
     print("\n".join(f"patched {name}" for name in patched) or "caBundle already up to date")
     return 0

@@ -107,3 +107,11 @@ def ca_bundle_patch(config: Any, encoded_bundle: str) -> dict[str, Any] | None:
             {"name": name, "clientConfig": {"caBundle": encoded_bundle}} for name in stale
         ],
     }
+
+
+def describe(error: Exception) -> str:
+    """An error for a log line: status and reason only for API errors, whose
+    full text includes response bodies and headers."""
+    if isinstance(error, ApiException):
+        return f"API server answered {error.status} {error.reason}"
+    return str(error)

@@ -24,9 +24,14 @@ import aiohttp
 from kubernetes_asyncio import client, watch
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from certs.authority import CertificateError
+from certs.authority import CertificateError, parse_ip_addresses
 from certs.files import BundleFiles, write_bundle
-from certs.inject import ConflictError, WebhookConfigurationNotFoundError, inject_ca_bundle
+from certs.inject import (
+    ConflictError,
+    WebhookConfigurationNotFoundError,
+    describe,
+    inject_ca_bundle,
+)
 from certs.rotation import DEFAULT_LIFETIMES, Lifetimes, TLSMaterial, rotate
 
 DEFAULT_CHECK_SECONDS = 300.0
@@ -77,6 +82,9 @@ class SelfManaged:
         self.clock = clock
         self.on_files_changed = on_files_changed
         self._resource_version: str | None = None
+        if not dns_names:
+            raise CertificateError("self-managed certificates need at least one DNS name")
+        parse_ip_addresses(ip_addresses)  # a bad flag fails here, not on a later renewal
 
     async def ensure(self) -> bool:
         """One pass. True when the Secret, the folder and every caBundle are current.
@@ -108,7 +116,9 @@ class SelfManaged:
             try:
                 complete = await self.ensure()
             except (ApiException, aiohttp.ClientError, ConflictError, OSError) as error:
-                log.warning("certificate check failed, retrying in %.0fs: %s", retry, error)
+                log.warning(
+                    "certificate check failed, retrying in %.0fs: %s", retry, describe(error)
+                )
                 complete = False
             if complete:
                 retry = RETRY_SECONDS
@@ -203,5 +213,5 @@ class SelfManaged:
         except (ApiException, aiohttp.ClientError) as error:
             # An expired resourceVersion or a dropped connection: re-check now,
             # but not in a tight loop.
-            log.info("watch on Secret %s ended: %s", self.secret_name, error)
+            log.info("watch on Secret %s ended: %s", self.secret_name, describe(error))
             await asyncio.sleep(RETRY_SECONDS)
