@@ -3,8 +3,9 @@
 Both kinds are looked up under each name (the chart gives the Mutating and
 the Validating configuration the same name). Only webhooks whose bundle
 differs are patched, by a strategic merge patch keyed by webhook name that
-carries the read resourceVersion: a concurrent edit makes it fail with 409
-instead of being overwritten, and the caller retries on its next pass.
+carries the read resourceVersion: a concurrent edit (often another replica
+injecting the same bundle) makes it fail with 409 instead of being
+overwritten, and the configuration is read and compared again.
 """
 
 from __future__ import annotations
@@ -21,8 +22,6 @@ log = logging.getLogger(__name__)
 
 MUTATING = "MutatingWebhookConfiguration"
 VALIDATING = "ValidatingWebhookConfiguration"
-
-
 _MAX_ATTEMPTS = 5
 
 
@@ -87,7 +86,7 @@ async def _inject_one(read: Any, patch: Any, name: str, encoded: str) -> bool | 
         except ApiException as error:
             if error.status != 409:
                 raise
-            continue  # changed since read (often another replica injecting): look again
+            continue
         return True
     raise ConflictError(f"webhook configuration {name!r} changed during {_MAX_ATTEMPTS} attempts")
 
