@@ -1,0 +1,242 @@
+"""Running `trussium-controller` against the local control plane, and reading the result.
+
+The controller runs as a real subprocess (signals, leader election, user
+agent and memory are then those of production); tests observe it only
+through the API server and its audit log, as a user would.
+"""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+from devcluster import ControlPlane
+
+REPO = Path(__file__).resolve().parents[2]
+CRD_DIR = REPO / "charts" / "trussium-operator" / "crds"
+CRD_NAME = "trussiumruntimes.runtime.trussium.io"
+USER_AGENT_PREFIX = "trussium-operator/"
+IMAGE = "ghcr.io/trussium/runtime"
+WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
+
+T = TypeVar("T")
+Obj = dict[str, Any]
+
+
+def install_crd(plane: ControlPlane) -> None:
+    """Idempotent: server-side apply of the chart's CRD, then wait until it is served."""
+    plane.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(CRD_DIR))
+    plane.kubectl("wait", "--for=condition=Established", f"crd/{CRD_NAME}", "--timeout=60s")
+
+
+def wait_for(check: Callable[[], T | None], what: str, timeout: float = 90.0) -> T:
+    """Poll `check` until it returns something truthy; fail naming `what` on timeout."""
+    deadline = time.monotonic() + timeout
+    last: T | None = None
+    while time.monotonic() < deadline:
+        last = check()
+        if last:
+            return last
+        time.sleep(0.25)
+    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r})")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+class Controller:
+    """One `trussium-controller run` subprocess; logs go to a file for failure reports."""
+
+    def __init__(
+        self, plane: ControlPlane, log_path: Path, *args: str, identity: str = "test-controller"
+    ) -> None:
+        self.identity = identity
+        self.health_port = free_port()
+        self.metrics_port = free_port()
+        self.log_path = log_path
+        argv = [
+            str(Path(sys.executable).parent / "trussium-controller"),
+            "run",
+            f"--kubeconfig={plane.kubeconfig}",
+            f"--identity={identity}",
+            f"--health-probe-bind-address=127.0.0.1:{self.health_port}",
+            f"--metrics-bind-address=127.0.0.1:{self.metrics_port}",
+            *args,
+        ]
+        env = {k: v for k, v in os.environ.items() if not k.startswith("TRUSSIUM_")}
+        with log_path.open("ab") as log:
+            self.process = subprocess.Popen(argv, stdout=log, stderr=log, env=env)
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def _get(self, port: int, path: str) -> tuple[int, str]:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=2) as answer:
+                return answer.status, answer.read().decode()
+        except OSError:
+            return 0, ""
+
+    def wait_ready(self, timeout: float = 60.0) -> None:
+        def ready() -> bool:
+            if self.process.poll() is not None:
+                raise AssertionError(f"controller exited {self.process.returncode}: {self.logs()}")
+            return self._get(self.health_port, "/readyz")[0] == 200
+
+        wait_for(ready, f"controller {self.identity} ready", timeout)
+
+    def metric(self, name: str, **labels: str) -> float:
+        """Sum of the samples of `name` matching `labels` (0 when absent)."""
+        total = 0.0
+        for line in self._get(self.metrics_port, "/metrics")[1].splitlines():
+            sample = line.startswith(name + "{") or line.startswith(name + " ")
+            if sample and all(f'{k}="{v}"' in line for k, v in labels.items()):
+                total += float(line.rsplit(" ", 1)[1])
+        return total
+
+    def signal(self, signum: signal.Signals) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signum)
+
+    def stop(self, timeout: float = 40.0) -> int:
+        self.signal(signal.SIGTERM)
+        try:
+            return self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            return self.process.wait()
+
+    def logs(self) -> str:
+        return self.log_path.read_text(errors="replace")[-6000:]
+
+
+@contextmanager
+def running_controller(
+    plane: ControlPlane, log_path: Path, *args: str, identity: str = "test-controller"
+) -> Iterator[Controller]:
+    controller = Controller(plane, log_path, *args, identity=identity)
+    try:
+        controller.wait_ready()
+        yield controller
+    except BaseException:
+        sys.stderr.write(f"--- controller {identity} log ---\n{controller.logs()}\n")
+        raise
+    finally:
+        controller.stop()
+
+
+def runtime_manifest(name: str, namespace: str, **spec: Any) -> Obj:
+    body: Obj = {
+        "image": {"repository": IMAGE, "tag": "1.0.0"},
+        "provider": {"type": "openai", "model": "gpt-4o-mini"},
+    }
+    body.update(spec)
+    return {
+        "apiVersion": "runtime.trussium.io/v1alpha1",
+        "kind": "TrussiumRuntime",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": body,
+    }
+
+
+def apply(plane: ControlPlane, obj: Obj) -> None:
+    plane.kubectl(
+        "apply", "--server-side", "--field-manager=test", "-f", "-", input=json.dumps(obj)
+    )
+
+
+def get(plane: ControlPlane, kind: str, name: str, namespace: str) -> Obj | None:
+    answer = plane.kubectl("get", kind, name, "-n", namespace, "-o", "json", check=False)
+    if answer.returncode != 0:
+        if "NotFound" in answer.stderr:
+            return None
+        raise AssertionError(answer.stderr)
+    obj: Obj = json.loads(answer.stdout)
+    return obj
+
+
+def must_get(plane: ControlPlane, kind: str, name: str, namespace: str) -> Obj:
+    obj = get(plane, kind, name, namespace)
+    assert obj is not None, f"{kind} {namespace}/{name} does not exist"
+    return obj
+
+
+def condition(runtime: Obj | None, type_: str) -> tuple[str, str]:
+    """(status, reason) of a condition, ("", "") when absent."""
+    for item in ((runtime or {}).get("status") or {}).get("conditions") or ():
+        if item.get("type") == type_:
+            return item.get("status", ""), item.get("reason", "")
+    return "", ""
+
+
+def wait_condition(
+    plane: ControlPlane,
+    name: str,
+    namespace: str,
+    type_: str,
+    status: str,
+    reason: str,
+    timeout: float = 90.0,
+) -> Obj:
+    def check() -> Obj | None:
+        runtime = get(plane, "trussiumruntime", name, namespace)
+        return runtime if condition(runtime, type_) == (status, reason) else None
+
+    return wait_for(check, f"{namespace}/{name} {type_}={status} {reason}", timeout)
+
+
+def events(plane: ControlPlane, namespace: str, name: str) -> list[Obj]:
+    """The controller's events.k8s.io Events about runtime `name`, oldest first."""
+    answer = plane.kubectl("get", "events.v1.events.k8s.io", "-n", namespace, "-o", "json")
+    items = [
+        e
+        for e in json.loads(answer.stdout)["items"]
+        if e.get("regarding", {}).get("name") == name
+        and e.get("reportingController") == "trussium-operator"
+    ]
+    return sorted(items, key=lambda e: str(e.get("eventTime")))
+
+
+def reasons(plane: ControlPlane, namespace: str, name: str) -> list[str]:
+    return [e["reason"] for e in events(plane, namespace, name)]
+
+
+def audit_entries(plane: ControlPlane, since: datetime, until: datetime | None = None) -> list[Obj]:
+    """The controller's completed requests between `since` and `until` (audit log)."""
+    entries = []
+    with plane.audit_log.open() as log:
+        for line in log:
+            entry = json.loads(line)
+            if not str(entry.get("userAgent", "")).startswith(USER_AGENT_PREFIX):
+                continue
+            at = datetime.fromisoformat(entry["requestReceivedTimestamp"].replace("Z", "+00:00"))
+            if at >= since and (until is None or at <= until):
+                entries.append(entry)
+    return entries
+
+
+def writes(entries: list[Obj], *, include_leases: bool = False) -> list[str]:
+    return [
+        f"{e['verb']} {e.get('requestURI')}"
+        for e in entries
+        if e.get("verb") in WRITE_VERBS
+        and (include_leases or e.get("objectRef", {}).get("resource") != "leases")
+    ]
+
+
+def now() -> datetime:
+    return datetime.now(UTC)

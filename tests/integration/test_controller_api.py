@@ -1,0 +1,211 @@
+"""The controller on the api profile (no Deployment controller): states the test sets by
+patching Deployment status, references, leader election and namespace restriction."""
+
+import json
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from devcluster import ControlPlane
+from tests.integration.controller_harness import (
+    Controller,
+    apply,
+    condition,
+    events,
+    get,
+    install_crd,
+    must_get,
+    reasons,
+    running_controller,
+    runtime_manifest,
+    wait_condition,
+    wait_for,
+)
+
+pytestmark = pytest.mark.api
+MANAGED = ("configmap", "serviceaccount", "service", "deployment", "poddisruptionbudget")
+# Short, so failover tests stay quick; the ratios are the defaults' (15/10/2).
+LEASE = ("--lease-duration=6", "--renew-deadline=4", "--retry-period=1")
+
+
+@pytest.fixture(autouse=True)
+def crd(plane: ControlPlane) -> None:
+    install_crd(plane)
+
+
+def patch_deployment_status(
+    plane: ControlPlane, name: str, namespace: str, status: dict[str, object]
+) -> None:
+    plane.kubectl(
+        "patch",
+        "deployment",
+        name,
+        "-n",
+        namespace,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        json.dumps({"status": status}),
+    )
+
+
+def test_progress_deadline_exceeded_degrades_the_runtime(
+    plane: ControlPlane, namespace: str, tmp_path: Path
+) -> None:
+    name = "rt"
+    with running_controller(plane, tmp_path / "controller.log", f"--watch-namespace={namespace}"):
+        apply(plane, runtime_manifest(name, namespace))
+        wait_condition(plane, name, namespace, "Progressing", "True", "DeploymentProgressing")
+        generation = must_get(plane, "deployment", name, namespace)["metadata"]["generation"]
+        message = 'ReplicaSet "rt-1" has timed out progressing.'
+        patch_deployment_status(
+            plane,
+            name,
+            namespace,
+            {
+                "observedGeneration": generation,
+                "replicas": 1,
+                "unavailableReplicas": 1,
+                "conditions": [
+                    {
+                        "type": "Progressing",
+                        "status": "False",
+                        "reason": "ProgressDeadlineExceeded",
+                        "message": message,
+                        "lastUpdateTime": "2026-01-01T00:00:00Z",
+                        "lastTransitionTime": "2026-01-01T00:00:00Z",
+                    }
+                ],
+            },
+        )
+        runtime = wait_condition(
+            plane, name, namespace, "Degraded", "True", "ProgressDeadlineExceeded"
+        )
+        assert condition(runtime, "Ready") == ("False", "DeploymentFailed")
+        assert condition(runtime, "Progressing") == ("False", "DeploymentFailed")
+        ready = next(c for c in runtime["status"]["conditions"] if c["type"] == "Ready")
+        assert ready["message"] == message
+        wait_for(lambda: "RuntimeDegraded" in reasons(plane, namespace, name), "RuntimeDegraded")
+
+
+def test_missing_secret_blocks_everything_until_it_exists(
+    plane: ControlPlane, namespace: str, tmp_path: Path
+) -> None:
+    name = "rt"
+    provider = {
+        "type": "openai",
+        "model": "m",
+        "credentialsSecretRef": {"name": "api-key", "key": "token"},
+    }
+    with running_controller(plane, tmp_path / "controller.log", f"--watch-namespace={namespace}"):
+        apply(plane, runtime_manifest(name, namespace, provider=provider))
+        runtime = wait_condition(
+            plane, name, namespace, "ConfigurationValid", "False", "SecretNotFound"
+        )
+        assert condition(runtime, "Ready") == ("False", "ConfigurationInvalid")
+        assert condition(runtime, "Degraded") == ("True", "ConfigurationInvalid")
+        message = next(
+            c for c in runtime["status"]["conditions"] if c["type"] == "ConfigurationValid"
+        )["message"]
+        assert "api-key" in message
+        for kind in MANAGED:
+            assert get(plane, kind, name, namespace) is None, (
+                f"{kind} created despite the missing Secret"
+            )
+        time.sleep(2)
+        assert reasons(plane, namespace, name).count("ConfigurationInvalid") == 1
+
+        secret = {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": "api-key", "namespace": namespace},
+            "stringData": {"token": "s3cr3t-value"},
+        }
+        apply(plane, secret)
+        wait_condition(plane, name, namespace, "ConfigurationValid", "True", "ReferencesResolved")
+        deployment = must_get(plane, "deployment", name, namespace)
+        (env,) = deployment["spec"]["template"]["spec"]["containers"][0]["env"]
+        assert env["valueFrom"]["secretKeyRef"] == {"name": "api-key", "key": "token"}
+        logs = (tmp_path / "controller.log").read_text()
+    assert "s3cr3t-value" not in logs
+    for event in events(plane, namespace, name):
+        assert "s3cr3t" not in json.dumps(event)
+
+
+def test_watch_namespace_ignores_other_namespaces(
+    plane: ControlPlane, namespace: str, tmp_path: Path
+) -> None:
+    other = f"{namespace[:50]}-other"
+    plane.create_namespace(other)
+    try:
+        with running_controller(
+            plane, tmp_path / "controller.log", f"--watch-namespace={namespace}"
+        ):
+            apply(plane, runtime_manifest("elsewhere", other))
+            apply(plane, runtime_manifest("here", namespace))
+            wait_for(
+                lambda: get(plane, "configmap", "here", namespace), "the watched runtime reconciled"
+            )
+            time.sleep(2)
+            assert get(plane, "configmap", "elsewhere", other) is None
+            assert not (must_get(plane, "trussiumruntime", "elsewhere", other).get("status"))
+    finally:
+        plane.delete_namespace(other)
+
+
+def lease_holder(plane: ControlPlane, lease_namespace: str, lease: str) -> str:
+    obj = get(plane, "lease", lease, lease_namespace)
+    return str(((obj or {}).get("spec") or {}).get("holderIdentity") or "")
+
+
+def test_leader_election_one_reconciles_and_failover(
+    plane: ControlPlane, namespace: str, tmp_path: Path
+) -> None:
+    lease = "trussium-leader-test"
+    common = (
+        f"--watch-namespace={namespace}",
+        f"--leader-election-namespace={namespace}",
+        f"--leader-election-id={lease}",
+        *LEASE,
+    )
+    log = tmp_path / "controllers.log"
+    a = Controller(plane, log, *common, identity="a")
+    b = Controller(plane, log, *common, identity="b")
+    try:
+        a.wait_ready()
+        b.wait_ready()
+        leader = wait_for(lambda: lease_holder(plane, namespace, lease), "a leader")
+        first, second = (a, b) if leader == "a" else (b, a)
+        apply(plane, runtime_manifest("one", namespace))
+        wait_for(lambda: get(plane, "configmap", "one", namespace), "reconciled by the leader")
+        assert second.metric("controller_runtime_reconcile_total") == 0, "the standby reconciled"
+        assert first.metric("leader_election_master_status") == 1
+        assert second.metric("leader_election_master_status") == 0
+
+        # SIGKILL: the standby takes over once the lease runs out.
+        killed_at = time.monotonic()
+        first.signal(signal.SIGKILL)
+        first.process.wait()
+        wait_for(lambda: lease_holder(plane, namespace, lease) == second.identity, "takeover", 20)
+        assert time.monotonic() - killed_at < 6 + 2 + 1, "takeover within the lease duration"
+        apply(plane, runtime_manifest("two", namespace))
+        wait_for(lambda: get(plane, "configmap", "two", namespace), "reconciled by the new leader")
+
+        # SIGTERM: the lease is released, a fresh standby takes over at once.
+        third = Controller(plane, log, *common, identity="c")
+        third.wait_ready()
+        time.sleep(1)
+        stopped_at = time.monotonic()
+        assert second.stop() == 0
+        wait_for(lambda: lease_holder(plane, namespace, lease) == "c", "handover", 10)
+        assert time.monotonic() - stopped_at < 4, "handover well before the lease would expire"
+        third.stop()
+    except BaseException:
+        print(log.read_text()[-8000:])
+        raise
+    finally:
+        for controller in (a, b):
+            controller.process.kill()
+            controller.process.wait()
