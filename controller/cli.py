@@ -21,6 +21,7 @@ from common.logs import configure_json_logging
 from controller.kube import connect
 from controller.leader import Timing
 from controller.manager import Manager, Options
+from controller.render_cmd import run_render
 
 log = logging.getLogger("controller")
 IN_CLUSTER_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
@@ -146,8 +147,6 @@ async def run(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if args.command == "render":
-        from controller.render_cmd import run_render
-
         return run_render(args.filename, sys.stdout, sys.stderr, sys.stdin)
     configure_json_logging(args.log_level)
     return asyncio.run(run(args))

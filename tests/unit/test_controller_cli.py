@@ -1,8 +1,10 @@
 """`trussium-controller run` flags, their TRUSSIUM_* environment variables and defaults."""
 
+from pathlib import Path
+
 import pytest
 
-from controller.cli import options_from, parser
+from controller.cli import main, options_from, parser
 
 
 def test_defaults_match_adr_0001(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -38,3 +40,11 @@ def test_inconsistent_leader_timing_is_a_clear_error() -> None:
     args = parser().parse_args(["run", "--renew-deadline", "20"])
     with pytest.raises(SystemExit, match="renew-deadline"):
         options_from(args)
+
+
+def test_render_subcommand_prints_the_managed_objects(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    sample = sorted(Path(__file__).parents[1].joinpath("samples", "valid").glob("*.yaml"))[0]
+    assert main(["render", "-f", str(sample)]) == 0
+    assert "kind: Deployment" in capsys.readouterr().out
