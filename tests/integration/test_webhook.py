@@ -1,0 +1,495 @@
+"""The webhook on a real API server: registration, verdicts, warnings, dry-run, guard, TLS.
+
+`trussium-webhook serve` runs as a subprocess on 127.0.0.1 with a certificate
+from `trussium-webhook certs generate`; the API server reaches it through
+URL-based webhook configurations carrying the CA bundle. The configurations
+only select namespaces carrying this module's label, so other tests sharing
+the control plane never depend on this webhook process.
+"""
+
+import asyncio
+import base64
+import hashlib
+import http.client
+import json
+import secrets
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from kubernetes_asyncio import client
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from certs.cli import main_certs
+from common.constants import GROUP, PLURAL, VERSION
+from common.manifests import parse_manifests
+from common.validation import schema_errors
+from devcluster import ControlPlane
+from tests.conftest import Kubectl
+from webhook.offline import validate_paths
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLES = REPO / "tests" / "samples"
+CRD_DIR = REPO / "charts" / "trussium-operator" / "crds"
+OPERATOR = "system:serviceaccount:trussium-system:trussium-operator"
+SELECTOR_LABEL = "trussium.test/webhook"
+READY_TIMEOUT = 60.0
+
+pytestmark = pytest.mark.api
+
+
+@dataclass(frozen=True)
+class RunningWebhook:
+    port: int
+    cert_dir: Path
+    ca_dir: Path
+    selector_value: str
+    log: Path
+
+    def serve_new_certificate(self) -> None:
+        """Issue a new serving certificate from the same CA into the served folder."""
+        assert _generate(self.cert_dir, self.ca_dir) == 0
+
+
+def _generate(out: Path, ca_dir: Path) -> int:
+    return main_certs(
+        ["generate", "--out", str(out), "--ca-dir", str(ca_dir), "--ip-address", "127.0.0.1"]
+    )
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def _wait_ready(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + READY_TIMEOUT
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            pytest.fail(f"webhook exited with {process.returncode}:\n{log.read_text()}")
+        try:
+            with urllib.request.urlopen(url, timeout=1) as answer:
+                if answer.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.2)
+    pytest.fail(f"webhook not ready after {READY_TIMEOUT}s:\n{log.read_text()}")
+
+
+def _configurations(name: str, port: int, ca_bundle: str, selector_value: str) -> list[Any]:
+    def hook(hook_name: str, path: str, rule: dict[str, Any], policy: str) -> dict[str, Any]:
+        return {
+            "name": hook_name,
+            "clientConfig": {"url": f"https://127.0.0.1:{port}{path}", "caBundle": ca_bundle},
+            "rules": [rule | {"scope": "Namespaced"}],
+            "namespaceSelector": {"matchLabels": {SELECTOR_LABEL: selector_value}},
+            "failurePolicy": policy,
+            "sideEffects": "None",
+            "timeoutSeconds": 5,
+            "admissionReviewVersions": ["v1"],
+        }
+
+    runtimes = {
+        "apiGroups": [GROUP],
+        "apiVersions": [VERSION],
+        "resources": [PLURAL],
+        "operations": ["CREATE", "UPDATE"],
+    }
+    deployments = {
+        "apiGroups": ["apps"],
+        "apiVersions": ["v1"],
+        "resources": ["deployments"],
+        "operations": ["UPDATE"],
+    }
+    guard = hook(
+        "guard.deployments.runtime.trussium.io",
+        "/validate-managed-deployment",
+        deployments,
+        "Ignore",
+    )
+    guard["objectSelector"] = {"matchLabels": {"app.kubernetes.io/managed-by": "trussium-operator"}}
+    api_version = "admissionregistration.k8s.io/v1"
+    return [
+        {
+            "apiVersion": api_version,
+            "kind": "MutatingWebhookConfiguration",
+            "metadata": {"name": name},
+            "webhooks": [
+                hook(
+                    "default.trussiumruntimes.runtime.trussium.io",
+                    "/mutate-trussiumruntime",
+                    runtimes,
+                    "Fail",
+                )
+            ],
+        },
+        {
+            "apiVersion": api_version,
+            "kind": "ValidatingWebhookConfiguration",
+            "metadata": {"name": name},
+            "webhooks": [
+                hook(
+                    "validate.trussiumruntimes.runtime.trussium.io",
+                    "/validate-trussiumruntime",
+                    runtimes,
+                    "Fail",
+                ),
+                guard,
+            ],
+        },
+    ]
+
+
+@pytest.fixture(scope="module")
+def webhook(
+    api_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[RunningWebhook]:
+    work = tmp_path_factory.mktemp("webhook")
+    cert_dir, ca_dir, log = work / "serving", work / "ca", work / "webhook.log"
+    assert _generate(cert_dir, ca_dir) == 0
+    api_plane.kubectl("apply", "--server-side", "-f", str(CRD_DIR))
+    api_plane.kubectl(
+        "wait", "--for=condition=Established", "--timeout=60s", f"crd/{PLURAL}.{GROUP}"
+    )
+    port, health_port = _free_port(), _free_port()
+    with log.open("wb") as log_file:
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "webhook.cli",
+                "serve",
+                "--cert-mode=files",
+                f"--cert-dir={cert_dir}",
+                f"--bind-address=127.0.0.1:{port}",
+                f"--health-bind-address=127.0.0.1:{health_port}",
+                f"--operator-username={OPERATOR}",
+                f"--kubeconfig={api_plane.kubeconfig}",
+            ],
+            cwd=REPO,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+        )
+    name = f"trussium-webhook-test-{secrets.token_hex(3)}"
+    selector_value = secrets.token_hex(4)
+    try:
+        _wait_ready(f"http://127.0.0.1:{health_port}/readyz", process, log)
+        ca_bundle = base64.b64encode((cert_dir / "ca.crt").read_bytes()).decode()
+        configurations = _configurations(name, port, ca_bundle, selector_value)
+        api_plane.kubectl(
+            "apply",
+            "-f",
+            "-",
+            input=json.dumps({"kind": "List", "apiVersion": "v1", "items": configurations}),
+        )
+        yield RunningWebhook(port, cert_dir, ca_dir, selector_value, log)
+    finally:
+        api_plane.kubectl(
+            "delete",
+            "mutatingwebhookconfiguration,validatingwebhookconfiguration",
+            name,
+            "--ignore-not-found",
+        )
+        process.send_signal(signal.SIGTERM)
+        code = process.wait(timeout=30)
+    assert code == 0, f"webhook did not stop cleanly ({code}):\n{log.read_text()}"
+
+
+def _select(kubectl: Kubectl, namespace: str, webhook: RunningWebhook) -> None:
+    kubectl("label", "namespace", namespace, f"{SELECTOR_LABEL}={webhook.selector_value}")
+
+
+@pytest.fixture
+def reviewed_namespace(namespace: str, kubectl: Kubectl, webhook: RunningWebhook) -> str:
+    """A fresh namespace whose requests go through the webhook."""
+    _select(kubectl, namespace, webhook)
+    # The API server sees namespace labels through an informer: wait until a
+    # value only the webhook forbids is refused here.
+    probe = _runtime("probe", podMetadata={"labels": {"app.kubernetes.io/name": "x"}})
+    _eventually(
+        lambda: (
+            kubectl(
+                "apply", "--dry-run=server", "-n", namespace, "-f", "-", input=probe, check=False
+            ).returncode
+            != 0
+        ),
+        "the webhook to review requests in the labelled namespace",
+    )
+    return namespace
+
+
+def _eventually(condition: Any, what: str, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {what}")
+        time.sleep(0.2)
+
+
+def _runtime(name: str, **spec: Any) -> str:
+    return yaml.safe_dump(
+        {
+            "apiVersion": f"{GROUP}/{VERSION}",
+            "kind": "TrussiumRuntime",
+            "metadata": {"name": name},
+            "spec": {
+                "image": {"repository": "ghcr.io/trussiumhq/trussium", "tag": "1.4.2"},
+                "provider": {"type": "openai", "model": "gpt-4o-mini"},
+            }
+            | spec,
+        }
+    )
+
+
+def _runtime_names(path: Path) -> list[str]:
+    return [
+        obj["metadata"]["name"]
+        for obj in parse_manifests(path.read_text(), str(path))
+        if obj.get("kind") == "TrussiumRuntime"
+    ]
+
+
+@pytest.mark.parametrize(
+    "path", sorted(SAMPLES.rglob("*.yaml")), ids=lambda p: str(p.relative_to(SAMPLES))
+)
+def test_cluster_and_offline_validator_agree(
+    path: Path, kubectl: Kubectl, reviewed_namespace: str
+) -> None:
+    """Same verdict offline, with server-side dry-run and for real; defaults and errors shown."""
+    namespace = reviewed_namespace
+    report = validate_paths([str(path)], sys.stdin)
+    offline_valid = report.exit_code(strict=False) == 0
+
+    dry_run = kubectl("apply", "--dry-run=server", "-n", namespace, "-f", str(path), check=False)
+    assert (dry_run.returncode == 0) == offline_valid, dry_run.stderr
+    stored = kubectl("get", PLURAL, "-n", namespace, "-o", "name").stdout
+    assert stored == "", "a server-side dry-run stored an object"
+
+    applied = kubectl("apply", "-n", namespace, "-f", str(path), check=False)
+    assert applied.returncode == dry_run.returncode, applied.stderr
+    if offline_valid:
+        for finding in report.findings:
+            assert f"Warning: {finding.message}" in applied.stderr
+        for expected in report.defaulted:
+            name = expected["metadata"]["name"]
+            live = json.loads(kubectl("get", PLURAL, name, "-n", namespace, "-o", "json").stdout)
+            assert live["spec"] == expected["spec"], "stored defaults differ from offline ones"
+    else:
+        document = yaml.safe_load_all(path.read_text())
+        runtime = next(d for d in document if d.get("kind") == "TrussiumRuntime")
+        # A schema violation stops the API server before the validating webhook.
+        schema = schema_errors(runtime)
+        expected_fields = {e.path for e in schema} or {f.field for f in report.findings}
+        for field in expected_fields:
+            assert field in applied.stderr, (field, applied.stderr)
+        if not schema:
+            assert (
+                f'The TrussiumRuntime "{runtime["metadata"]["name"]}" is invalid' in applied.stderr
+            )
+        assert kubectl("get", PLURAL, "-n", namespace, "-o", "name").stdout == ""
+
+
+def test_missing_secret_warning_reaches_kubectl(kubectl: Kubectl, reviewed_namespace: str) -> None:
+    applied = kubectl(
+        "apply", "-n", reviewed_namespace, "-f", str(SAMPLES / "valid" / "production.yaml")
+    )
+    assert "Warning: Secret 'openai-credentials' does not exist in this namespace yet" in (
+        applied.stderr
+    )
+    kubectl(
+        "create", "secret", "generic", "ghcr-pull", "-n", reviewed_namespace, "--from-literal=a=b"
+    )
+    again = kubectl(
+        "apply", "-n", reviewed_namespace, "-f", str(SAMPLES / "valid" / "production.yaml")
+    )
+    assert "'ghcr-pull'" not in again.stderr
+    assert "'openai-credentials'" in again.stderr
+
+
+def test_update_of_an_old_violation_is_allowed_with_a_warning(
+    kubectl: Kubectl, namespace: str, webhook: RunningWebhook
+) -> None:
+    legacy = {"podMetadata": {"labels": {"app.kubernetes.io/name": "legacy"}}}
+    # Stored while the webhook does not review this namespace, as by an older release.
+    kubectl("apply", "-n", namespace, "-f", "-", input=_runtime("legacy", **legacy))
+    _select(kubectl, namespace, webhook)
+    replicas = iter(range(2, 1000))
+
+    def edit_warns() -> bool:
+        patch = json.dumps({"spec": {"replicas": next(replicas)}})
+        edited = kubectl("patch", PLURAL, "legacy", "-n", namespace, "--type=merge", "-p", patch)
+        return "already present before this update" in edited.stderr
+
+    _eventually(edit_warns, "the ratcheting warning")
+    new_violation = json.dumps(
+        {"spec": {"podMetadata": {"annotations": {"runtime.trussium.io/x": "y"}}}}
+    )
+    refused = kubectl(
+        "patch", PLURAL, "legacy", "-n", namespace, "--type=merge", "-p", new_violation, check=False
+    )
+    assert refused.returncode != 0
+    assert "spec.podMetadata.annotations[runtime.trussium.io/x]" in refused.stderr
+
+
+def _managed_deployment(name: str) -> str:
+    labels = {
+        "app.kubernetes.io/name": "trussium",
+        "app.kubernetes.io/instance": name,
+        "app.kubernetes.io/component": "runtime",
+        "app.kubernetes.io/managed-by": "trussium-operator",
+    }
+    selector = {
+        key: labels[key] for key in ("app.kubernetes.io/name", "app.kubernetes.io/instance")
+    }
+    return json.dumps(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": name, "labels": labels},
+            "spec": {
+                "replicas": 1,
+                "selector": {"matchLabels": selector},
+                "template": {
+                    "metadata": {"labels": labels},
+                    "spec": {
+                        "containers": [{"name": "trussium", "image": "ghcr.io/t/trussium:1.4.2"}]
+                    },
+                },
+            },
+        }
+    )
+
+
+def test_managed_deployment_guard(kubectl: Kubectl, reviewed_namespace: str) -> None:
+    namespace = reviewed_namespace
+    kubectl("apply", "-n", namespace, "-f", "-", input=_managed_deployment("chat"))
+    sidecar = json.dumps(
+        [
+            {
+                "op": "add",
+                "path": "/spec/template/spec/containers/-",
+                "value": {
+                    "name": "debug",
+                    "image": "busybox",
+                    "securityContext": {"privileged": True},
+                },
+            }
+        ]
+    )
+    edit = ("patch", "deployment", "chat", "-n", namespace, "--type=json", "-p", sidecar)
+    refused = kubectl(*edit, check=False)
+    assert refused.returncode != 0
+    assert "denied the request" in refused.stderr
+    assert f"managed by TrussiumRuntime {namespace}/chat" in refused.stderr
+    assert "spec.template.spec.containers" in refused.stderr
+
+    kubectl("rollout", "restart", "deployment/chat", "-n", namespace)
+    kubectl("rollout", "pause", "deployment/chat", "-n", namespace)
+    kubectl("scale", "deployment/chat", "--replicas=3", "-n", namespace)
+    kubectl("annotate", "deployment/chat", "team=assistants", "-n", namespace)
+    kubectl(*edit, f"--as={OPERATOR}")
+    containers = kubectl(
+        "get",
+        "deployment",
+        "chat",
+        "-n",
+        namespace,
+        "-o",
+        "jsonpath={.spec.template.spec.containers[*].name}",
+    ).stdout
+    assert containers == "trussium debug"
+
+
+async def test_certificate_rotation_fails_no_admission(
+    webhook: RunningWebhook, api_client: client.ApiClient, reviewed_namespace: str
+) -> None:
+    api = client.CustomObjectsApi(api_client)
+    loop = asyncio.get_running_loop()
+    failures: list[str] = []
+    answered = 0
+    stop = asyncio.Event()
+
+    async def admit_continuously(worker: int) -> None:
+        nonlocal answered
+        while not stop.is_set():
+            body = yaml.safe_load(_runtime(f"rotation-{worker}-{answered}"))
+            try:
+                await api.create_namespaced_custom_object(
+                    GROUP, VERSION, reviewed_namespace, PLURAL, body, dry_run="All"
+                )
+                answered += 1
+            except ApiException as error:
+                failures.append(f"{error.status}: {error.body!r}")
+
+    before = await loop.run_in_executor(None, _served_fingerprint, webhook.port)
+    workers = [asyncio.create_task(admit_continuously(i)) for i in range(4)]
+    await asyncio.sleep(1)
+    await loop.run_in_executor(None, webhook.serve_new_certificate)
+    deadline = loop.time() + 30
+    while await loop.run_in_executor(None, _served_fingerprint, webhook.port) == before:
+        assert loop.time() < deadline, "the webhook never served the new certificate"
+        await asyncio.sleep(0.5)
+    answered_at_rotation = answered
+    await asyncio.sleep(2)
+    stop.set()
+    await asyncio.gather(*workers)
+    assert failures == []
+    assert answered > answered_at_rotation > 0
+
+
+def _served_fingerprint(port: int) -> str:
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    with (
+        socket.create_connection(("127.0.0.1", port), timeout=5) as raw,
+        context.wrap_socket(raw) as tls,
+    ):
+        certificate = tls.getpeercert(binary_form=True)
+    assert certificate is not None
+    return hashlib.sha256(certificate).hexdigest()
+
+
+def test_only_tls_12_or_newer_is_accepted(webhook: RunningWebhook) -> None:
+    def handshake(version: ssl.TLSVersion) -> str:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        context.load_verify_locations(webhook.cert_dir / "ca.crt")
+        context.check_hostname = False
+        context.set_ciphers("ALL:@SECLEVEL=0")  # let this client offer TLS 1.1 at all
+        context.minimum_version = context.maximum_version = version
+        with (
+            socket.create_connection(("127.0.0.1", webhook.port), timeout=5) as raw,
+            context.wrap_socket(raw) as tls,
+        ):
+            return str(tls.version())
+
+    assert handshake(ssl.TLSVersion.TLSv1_2) == "TLSv1.2"
+    with pytest.raises(ssl.SSLError) as refused:
+        handshake(ssl.TLSVersion.TLSv1_1)
+    assert "PROTOCOL_VERSION" in str(refused.value) or "UNSUPPORTED_PROTOCOL" in str(refused.value)
+
+
+def test_plain_http_is_refused(webhook: RunningWebhook) -> None:
+    def plain_post() -> int:
+        connection = http.client.HTTPConnection("127.0.0.1", webhook.port, timeout=5)
+        try:
+            connection.request("POST", "/validate-trussiumruntime", body=b"{}")
+            return connection.getresponse().status
+        finally:
+            connection.close()
+
+    with pytest.raises((http.client.HTTPException, ConnectionError)):
+        plain_post()
