@@ -59,7 +59,6 @@ class Informer:
             except GoneError:
                 log.info("watch expired, relisting", extra={"fields": self._fields()})
             except (ApiError, aiohttp.ClientError, TimeoutError, ValueError) as error:
-                self.last_error = str(error)
                 log.warning(
                     "list or watch failed, relisting",
                     extra={"fields": self._fields() | {"error": str(error)}},
@@ -71,6 +70,19 @@ class Informer:
         return {"kind": self.resource.kind}
 
     async def _list(self) -> str:
+        """List everything; a failed list (not a broken watch) marks the cache unreliable."""
+        try:
+            items, version = await self._list_pages()
+        except (ApiError, aiohttp.ClientError, TimeoutError, ValueError) as error:
+            self.last_error = str(error)
+            raise
+        for change in self.store.replace(items):
+            self._on_change(change)
+        self.last_error = None
+        self.synced.set()
+        return version
+
+    async def _list_pages(self) -> tuple[list[dict[str, Any]], str]:
         items: list[dict[str, Any]] = []
         query: dict[str, Any] = self._selector | {"limit": PAGE_SIZE}
         while True:
@@ -80,11 +92,7 @@ class Informer:
             if not token:
                 break
             query = query | {"continue": token}
-        for change in self.store.replace(items):
-            self._on_change(change)
-        self.last_error = None
-        self.synced.set()
-        return str(page["metadata"]["resourceVersion"])
+        return items, str(page["metadata"]["resourceVersion"])
 
     async def _watch(self, version: str) -> None:
         while True:

@@ -30,7 +30,7 @@ from controller.kube import (
     Kube,
     Resource,
 )
-from controller.leader import LeaderElector, LeadershipLostError, Timing
+from controller.leader import LeaderElector, Timing
 from controller.mapping import owner_of, runtime_change, runtimes_referencing_secret
 from controller.reconciler import Caches, ConflictError, ReconcileError, Reconciler
 from controller.recorder import Recorder
@@ -156,9 +156,11 @@ class Manager:
         stopping = asyncio.create_task(stop.wait())
         await asyncio.wait([holding, stopping], return_when=asyncio.FIRST_COMPLETED)
         stopping.cancel()
-        if holding.done() and isinstance(holding.exception(), LeadershipLostError):
+        if holding.done():
+            # Lease lost (or the renew loop broke): another leader may already be active.
+            log.error("stopping: leadership lost", exc_info=holding.exception())
             for worker in workers:
-                worker.cancel()  # stop reconciling at once: another leader may be active
+                worker.cancel()
             await asyncio.gather(*workers, return_exceptions=True)
             return 1
         holding.cancel()
