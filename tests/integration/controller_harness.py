@@ -139,6 +139,11 @@ def running_controller(
         controller.stop()
 
 
+def scoped(namespace: str) -> tuple[str, str]:
+    """Flags confining a controller, and its Lease, to one test namespace."""
+    return f"--watch-namespace={namespace}", f"--leader-election-namespace={namespace}"
+
+
 def runtime_manifest(name: str, namespace: str, **spec: Any) -> Obj:
     body: Obj = {
         "image": {"repository": IMAGE, "tag": "1.0.0"},

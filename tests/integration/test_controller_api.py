@@ -20,6 +20,7 @@ from tests.integration.controller_harness import (
     reasons,
     running_controller,
     runtime_manifest,
+    scoped,
     wait_condition,
     wait_for,
 )
@@ -55,7 +56,7 @@ def test_progress_deadline_exceeded_degrades_the_runtime(
     plane: ControlPlane, namespace: str, tmp_path: Path
 ) -> None:
     name = "rt"
-    with running_controller(plane, tmp_path / "controller.log", f"--watch-namespace={namespace}"):
+    with running_controller(plane, tmp_path / "controller.log", *scoped(namespace)):
         apply(plane, runtime_manifest(name, namespace))
         wait_condition(plane, name, namespace, "Progressing", "True", "DeploymentProgressing")
         generation = must_get(plane, "deployment", name, namespace)["metadata"]["generation"]
@@ -99,7 +100,7 @@ def test_missing_secret_blocks_everything_until_it_exists(
         "model": "m",
         "credentialsSecretRef": {"name": "api-key", "key": "token"},
     }
-    with running_controller(plane, tmp_path / "controller.log", f"--watch-namespace={namespace}"):
+    with running_controller(plane, tmp_path / "controller.log", *scoped(namespace)):
         apply(plane, runtime_manifest(name, namespace, provider=provider))
         runtime = wait_condition(
             plane, name, namespace, "ConfigurationValid", "False", "SecretNotFound"
@@ -140,9 +141,7 @@ def test_watch_namespace_ignores_other_namespaces(
     other = f"{namespace[:50]}-other"
     plane.create_namespace(other)
     try:
-        with running_controller(
-            plane, tmp_path / "controller.log", f"--watch-namespace={namespace}"
-        ):
+        with running_controller(plane, tmp_path / "controller.log", *scoped(namespace)):
             apply(plane, runtime_manifest("elsewhere", other))
             apply(plane, runtime_manifest("here", namespace))
             wait_for(

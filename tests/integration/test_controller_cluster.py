@@ -27,6 +27,7 @@ from tests.integration.controller_harness import (
     reasons,
     running_controller,
     runtime_manifest,
+    scoped,
     wait_condition,
     wait_for,
     writes,
@@ -77,7 +78,7 @@ def test_provision_configure_upgrade_idle_and_delete(
     plane: ControlPlane, namespace: str, tmp_path: Path
 ) -> None:
     name = "rt"
-    with running_controller(plane, tmp_path / "controller.log", f"--watch-namespace={namespace}"):
+    with running_controller(plane, tmp_path / "controller.log", *scoped(namespace)):
         apply(
             plane,
             runtime_manifest(
@@ -178,7 +179,7 @@ def test_failed_upgrade_is_reported_once_and_recovers(
     plane: ControlPlane, namespace: str, tmp_path: Path
 ) -> None:
     name = "rt"
-    with running_controller(plane, tmp_path / "controller.log", f"--watch-namespace={namespace}"):
+    with running_controller(plane, tmp_path / "controller.log", *scoped(namespace)):
         apply(plane, runtime_manifest(name, namespace))
         wait_ready(plane, name, namespace, f"{IMAGE}:1.0.0")
         quota = {
@@ -220,7 +221,7 @@ def test_scaling_autoscaling_and_network_policy(
 ) -> None:
     name = "rt"
     cpu = {"requests": {"cpu": "100m"}}
-    with running_controller(plane, tmp_path / "controller.log", f"--watch-namespace={namespace}"):
+    with running_controller(plane, tmp_path / "controller.log", *scoped(namespace)):
         apply(plane, runtime_manifest(name, namespace, resources=cpu))
         wait_ready(plane, name, namespace, f"{IMAGE}:1.0.0")
 
@@ -280,7 +281,7 @@ def test_drift_is_undone_but_a_rollout_restart_is_kept(
         "autoscaling": autoscaling,
         "resources": {"requests": {"cpu": "100m"}},
     }
-    with running_controller(plane, tmp_path / "controller.log", f"--watch-namespace={namespace}"):
+    with running_controller(plane, tmp_path / "controller.log", *scoped(namespace)):
         apply(plane, runtime_manifest(name, namespace, **spec))
         wait_ready(plane, name, namespace, f"{IMAGE}:1.0.0")
 
@@ -409,7 +410,7 @@ def test_restart_mid_rollout_loses_and_duplicates_nothing(
 ) -> None:
     name = "rt"
     log = tmp_path / "controller.log"
-    args = (f"--watch-namespace={namespace}", "--no-leader-elect")
+    args = (*scoped(namespace), "--no-leader-elect")
     with running_controller(plane, log, *args):
         apply(plane, runtime_manifest(name, namespace))
         wait_ready(plane, name, namespace, f"{IMAGE}:1.0.0")
