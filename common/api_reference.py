@@ -56,7 +56,8 @@ def _constraints(node: dict[str, Any]) -> str:
     if "x-kubernetes-list-type" in node:
         keys = node.get("x-kubernetes-list-map-keys")
         parts.append(
-            f"{node['x-kubernetes-list-type']} list" + (f" keyed by {keys}" if keys else "")
+            f"{node['x-kubernetes-list-type']} list"
+            + (f" keyed by `{', '.join(keys)}`" if keys else "")
         )
     parts.extend(f"rule: {rule['message']}" for rule in node.get("x-kubernetes-validations", ()))
     return "; ".join(parts).replace("|", "\\|")

@@ -178,12 +178,12 @@ def main(argv: list[str] | None = None) -> int:
     stale = [p for p, text in outputs.items() if not p.exists() or p.read_text() != text]
     if args.check:
         for path in stale:
-            print(f"{path.relative_to(REPO_ROOT)} is stale: run `make crd`", file=sys.stderr)
+            print(f"{path} is stale: run `make crd`", file=sys.stderr)
         return 1 if stale else 0
     for path in stale:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(outputs[path])
-        print(f"wrote {path.relative_to(REPO_ROOT)}")
+        print(f"wrote {path}")
     return 0
 
 

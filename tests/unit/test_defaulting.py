@@ -1,0 +1,129 @@
+"""Defaulting: the contract's defaults, as the API server applies them, with a minimal patch."""
+
+import copy
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from common.defaulting import apply_defaults, json_pointer
+from tests.unit.strategies import json_values, runtimes
+
+
+def _apply_patch(document: Any, patch: list[dict[str, Any]]) -> Any:
+    """An RFC 6902 applier for the add/replace ops defaulting emits (independent of the code)."""
+    document = copy.deepcopy(document)
+    for op in patch:
+        assert op["op"] in ("add", "replace")
+        *parents, last = [
+            p.replace("~1", "/").replace("~0", "~") for p in op["path"].split("/")[1:]
+        ]
+        target = document
+        for part in parents:
+            target = target[int(part)] if isinstance(target, list) else target[part]
+        assert (last in target) == (op["op"] == "replace"), op
+        target[last] = copy.deepcopy(op["value"])
+    return document
+
+
+MINIMAL: dict[str, Any] = {
+    "apiVersion": "runtime.trussium.io/v1alpha1",
+    "kind": "TrussiumRuntime",
+    "metadata": {"name": "rt"},
+    "spec": {
+        "image": {"repository": "ghcr.io/trussium/runtime", "tag": "1.0.0"},
+        "provider": {"type": "ollama", "model": "llama3"},
+    },
+}
+
+
+def test_minimal_runtime_gets_the_contract_defaults() -> None:
+    result = apply_defaults(MINIMAL)
+    spec = result.object["spec"]
+    assert spec["replicas"] == 1
+    assert spec["image"]["pullPolicy"] == "IfNotPresent"
+    assert spec["service"] == {"type": "ClusterIP", "port": 9000}
+    assert "networkPolicy" not in spec
+    assert "autoscaling" not in spec
+    assert result.patch == [
+        {"op": "add", "path": "/spec/image/pullPolicy", "value": "IfNotPresent"},
+        {"op": "add", "path": "/spec/replicas", "value": 1},
+        {"op": "add", "path": "/spec/service", "value": {"type": "ClusterIP", "port": 9000}},
+    ]
+    assert _apply_patch(MINIMAL, result.patch) == result.object
+
+
+def test_input_is_not_mutated() -> None:
+    before = copy.deepcopy(MINIMAL)
+    apply_defaults(MINIMAL)
+    assert before == MINIMAL
+
+
+def test_nested_defaults_apply_only_when_the_parent_is_present() -> None:
+    obj = copy.deepcopy(MINIMAL)
+    obj["spec"]["autoscaling"] = {"maxReplicas": 3}
+    obj["spec"]["networkPolicy"] = {}
+    obj["spec"]["service"] = {"port": 8080}
+    spec = apply_defaults(obj).object["spec"]
+    assert spec["autoscaling"] == {
+        "enabled": False,
+        "minReplicas": 1,
+        "maxReplicas": 3,
+        "targetCPUUtilizationPercentage": 80,
+    }
+    assert spec["networkPolicy"] == {"enabled": False}
+    assert spec["service"] == {"type": "ClusterIP", "port": 8080}
+
+
+def test_already_defaulted_object_yields_no_patch() -> None:
+    defaulted = apply_defaults(MINIMAL).object
+    assert apply_defaults(defaulted).patch == []
+
+
+def test_null_is_replaced_like_the_api_server_does() -> None:
+    obj = copy.deepcopy(MINIMAL)
+    obj["spec"]["replicas"] = None
+    result = apply_defaults(obj)
+    assert {"op": "replace", "path": "/spec/replicas", "value": 1} in result.patch
+    assert _apply_patch(obj, result.patch) == result.object
+
+
+def test_explicit_values_are_kept() -> None:
+    obj = copy.deepcopy(MINIMAL)
+    obj["spec"]["replicas"] = 0
+    obj["spec"]["image"]["pullPolicy"] = "Always"
+    spec = apply_defaults(obj).object["spec"]
+    assert (spec["replicas"], spec["image"]["pullPolicy"]) == (0, "Always")
+
+
+@pytest.mark.parametrize(
+    "spec", ["not an object", 7, None, [], {"image": "x", "service": 5, "autoscaling": []}]
+)
+def test_malformed_input_is_left_for_validation(spec: object) -> None:
+    obj = {"metadata": {"name": "x"}, "spec": spec}
+    result = apply_defaults(obj)
+    assert _apply_patch(obj, result.patch) == result.object
+    if not isinstance(spec, dict):
+        assert result.object == obj
+
+
+def test_json_pointer_escapes_per_rfc_6901() -> None:
+    assert json_pointer(["spec", "a/b", "c~d", 0]) == "/spec/a~1b/c~0d/0"
+
+
+@settings(max_examples=200, deadline=None)
+@given(runtimes())
+def test_defaulting_is_idempotent_and_the_patch_reproduces_it(obj: dict[str, Any]) -> None:
+    first = apply_defaults(obj)
+    assert _apply_patch(obj, first.patch) == first.object
+    again = apply_defaults(first.object)
+    assert again.patch == []
+    assert again.object == first.object
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.sampled_from(["spec", "metadata", "status"]), json_values()))
+def test_defaulting_never_raises_on_json(obj: dict[str, Any]) -> None:
+    result = apply_defaults(obj)
+    assert _apply_patch(obj, result.patch) == result.object
