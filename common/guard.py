@@ -95,25 +95,25 @@ def review_managed_deployment_update(
     ]
     if not changed:
         return GuardVerdict(allowed=True)
-    advice = list(dict.fromkeys(_advice(path, owner) for path in changed))
+    advice = list(dict.fromkeys(_advice(path) for path in changed))
     more = len(advice) - _MAX_LISTED_FIELDS
     listed = "; ".join(advice[:_MAX_LISTED_FIELDS]) + (f"; and {more} more" if more > 0 else "")
     return GuardVerdict(
         allowed=False,
         message=(
-            f"this Deployment is managed by {owner} and its spec can only be changed "
-            f"through it: {listed} (allowed here: kubectl rollout restart, spec.paused, "
-            "metadata other than the operator labels)"
+            f"this Deployment is managed by {owner}; edit the TrussiumRuntime instead: {listed} "
+            "(allowed on the Deployment: kubectl rollout restart, rollout pause/resume, scale, "
+            "and metadata other than the operator labels)"
         ),
     )
 
 
-def _advice(path: Path, owner: str) -> str:
+def _advice(path: Path) -> str:
     field = _format(path)
     for prefix, runtime_field in _TRUSSIUM_RUNTIME_FIELDS:
         if _matches(path, prefix):
-            return f"{field} is managed by {owner}; change {runtime_field} there"
-    return f"{field} is fixed by {owner} and cannot be customized"
+            return f"{field} comes from its {runtime_field}"
+    return f"{field} is fixed by the operator"
 
 
 def _matches(path: Path, prefix: Path) -> bool:

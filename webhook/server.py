@@ -21,7 +21,7 @@ from aiohttp import web
 from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from certs.authority import service_dns_names
+from certs.authority import CertificateError, service_dns_names
 from certs.reload import ReloadingTLS
 from certs.selfmanaged import SelfManaged
 from webhook.app import AdmissionSettings, create_admission_app, create_health_app
@@ -145,7 +145,16 @@ async def _load_tls(
             cert_dir=cert_dir,
         )
         await _retry(manager.ensure, "self-managed certificate")
-    tls = ReloadingTLS(cert_dir, poll_seconds=options.tls_poll_seconds)
+    while True:  # a mounted Secret (cert-manager) may appear after the pod starts
+        try:
+            tls = ReloadingTLS(cert_dir, poll_seconds=options.tls_poll_seconds)
+            break
+        except CertificateError as error:
+            log.warning(
+                "waiting for a usable certificate",
+                extra={"fields": {"cert_dir": str(cert_dir), "error": str(error)}},
+            )
+            await asyncio.sleep(options.tls_poll_seconds)
     state.tasks.append(asyncio.create_task(tls.run()))
     if manager is not None:
         manager.on_files_changed = tls.reload
@@ -195,9 +204,16 @@ async def _start(
 
 
 async def _api_client(kubeconfig: str | None) -> client.ApiClient | None:
-    """An API client from --kubeconfig, else in-cluster, else $KUBECONFIG; None when none works."""
+    """An API client from --kubeconfig, else in-cluster, else $KUBECONFIG; None when none works.
+
+    kubernetes_asyncio raises assorted exception types on a malformed file
+    (even TypeError), so every failure is caught and explained in one line.
+    """
     if kubeconfig:
-        return await config.new_client_from_config(config_file=kubeconfig)
+        try:
+            return await config.new_client_from_config(config_file=kubeconfig)
+        except Exception as error:
+            raise ConfigurationError(f"cannot use --kubeconfig {kubeconfig}: {error}") from None
     try:
         config.load_incluster_config()  # type: ignore[no-untyped-call]
         return client.ApiClient()
@@ -205,8 +221,11 @@ async def _api_client(kubeconfig: str | None) -> client.ApiClient | None:
         pass
     try:
         return await config.new_client_from_config()
-    except (config.ConfigException, OSError):
-        log.info("no Kubernetes API access: Secret existence warnings are disabled")
+    except Exception as error:
+        log.info(
+            "no Kubernetes API access: Secret existence warnings are disabled",
+            extra={"fields": {"error": f"{type(error).__name__}: {error}"}},
+        )
         return None
 
 

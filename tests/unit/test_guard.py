@@ -89,20 +89,20 @@ def test_owner_falls_back_to_instance_label() -> None:
 @pytest.mark.parametrize(
     ("path", "value", "runtime_field"),
     [
-        (("containers", 0, "image"), "other:2", "change spec.image there"),
-        (("containers", 0, "resources"), {"limits": {"cpu": "9"}}, "change spec.resources there"),
-        (("nodeSelector",), {"disk": "hdd"}, "change spec.scheduling.nodeSelector there"),
-        (("tolerations",), [{"operator": "Exists"}], "change spec.scheduling.tolerations there"),
-        (("hostNetwork",), True, "spec.template.spec.hostNetwork is fixed by"),
+        (("containers", 0, "image"), "other:2", "comes from its spec.image"),
+        (("containers", 0, "resources"), {"limits": {"cpu": "9"}}, "comes from its spec.resources"),
+        (("nodeSelector",), {"disk": "hdd"}, "comes from its spec.scheduling.nodeSelector"),
+        (("tolerations",), [{"operator": "Exists"}], "comes from its spec.scheduling.tolerations"),
+        (("hostNetwork",), True, "spec.template.spec.hostNetwork is fixed by the operator"),
         (
             ("securityContext",),
             {"runAsUser": 0},
-            "spec.template.spec.securityContext.runAsUser is fixed by",
+            "spec.template.spec.securityContext.runAsUser is fixed by the operator",
         ),
         (
             ("terminationGracePeriodSeconds",),
             5,
-            "change spec.runtime.shutdownDrainTimeoutSeconds there",
+            "comes from its spec.runtime.shutdownDrainTimeoutSeconds",
         ),
     ],
 )
@@ -125,7 +125,7 @@ def test_direct_replicas_edit_is_refused() -> None:
     old, new = edited(lambda d: d["spec"].update(replicas=5))
     verdict = review_managed_deployment_update(old, new, ADMIN, OPERATOR)
     assert not verdict.allowed
-    assert "change spec.replicas" in verdict.message
+    assert "spec.replicas comes from its spec.replicas" in verdict.message
 
 
 def test_rollout_restart_is_allowed() -> None:
@@ -155,7 +155,7 @@ def test_pod_annotation_other_than_restart_is_refused() -> None:
 
     verdict = review_managed_deployment_update(*edited(annotate), ADMIN, OPERATOR)
     assert not verdict.allowed
-    assert "change spec.podMetadata.annotations there" in verdict.message
+    assert "comes from its spec.podMetadata.annotations" in verdict.message
 
 
 def test_pause_and_resume_are_allowed() -> None:
