@@ -1,0 +1,178 @@
+{{/* Chart name, at most 63 characters. */}}
+{{- define "trussium-operator.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+Full name: the release name when it already contains the chart name. It is
+also the name of both webhook configurations (the webhook's
+--webhook-config-name), the leader-election Lease and the cluster-scoped
+RBAC objects, so it stays short enough for the "-controller" suffixes.
+*/}}
+{{- define "trussium-operator.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 52 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 52 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 52 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "trussium-operator.controllerName" -}}
+{{- printf "%s-controller" (include "trussium-operator.fullname" .) }}
+{{- end }}
+
+{{- define "trussium-operator.webhookName" -}}
+{{- printf "%s-webhook" (include "trussium-operator.fullname" .) }}
+{{- end }}
+
+{{/* The Secret the webhook serves from (written by it in selfManaged mode). */}}
+{{- define "trussium-operator.webhookSecretName" -}}
+{{- if eq .Values.certificates.mode "provided" }}
+{{- .Values.certificates.provided.existingSecret }}
+{{- else }}
+{{- printf "%s-webhook-tls" (include "trussium-operator.fullname" .) }}
+{{- end }}
+{{- end }}
+
+{{/* The controller's user name: the one identity the managed-Deployment guard lets change specs. */}}
+{{- define "trussium-operator.operatorUsername" -}}
+{{- printf "system:serviceaccount:%s:%s" .Release.Namespace (include "trussium-operator.controllerName" .) }}
+{{- end }}
+
+{{- define "trussium-operator.image" -}}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else }}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+{{- end }}
+
+{{- define "trussium-operator.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{ include "trussium-operator.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{- define "trussium-operator.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "trussium-operator.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{/* Labels and selector labels of one component: call with (list $ "controller"). */}}
+{{- define "trussium-operator.componentLabels" -}}
+{{ include "trussium-operator.labels" (index . 0) }}
+app.kubernetes.io/component: {{ index . 1 }}
+{{- end }}
+
+{{- define "trussium-operator.componentSelectorLabels" -}}
+{{ include "trussium-operator.selectorLabels" (index . 0) }}
+app.kubernetes.io/component: {{ index . 1 }}
+{{- end }}
+
+{{/* The Pod and container hardening both components share (the runtime's contract). */}}
+{{- define "trussium-operator.podSecurityContext" -}}
+runAsNonRoot: true
+runAsUser: 65532
+runAsGroup: 65532
+fsGroup: 65532
+seccompProfile:
+  type: RuntimeDefault
+{{- end }}
+
+{{- define "trussium-operator.containerSecurityContext" -}}
+allowPrivilegeEscalation: false
+readOnlyRootFilesystem: true
+privileged: false
+capabilities:
+  drop:
+    - ALL
+{{- end }}
+
+{{/* Probes on the plain-HTTP health port named "health". */}}
+{{- define "trussium-operator.probes" -}}
+livenessProbe:
+  httpGet:
+    path: /healthz
+    port: health
+  periodSeconds: 10
+  timeoutSeconds: 2
+  failureThreshold: 3
+readinessProbe:
+  httpGet:
+    path: /readyz
+    port: health
+  periodSeconds: 5
+  timeoutSeconds: 2
+  failureThreshold: 3
+{{- end }}
+
+{{/* Namespaces the admission hooks apply to: never the release's own (so the webhook cannot block its own recovery). */}}
+{{- define "trussium-operator.hookNamespaceSelector" -}}
+namespaceSelector:
+  matchExpressions:
+    - key: kubernetes.io/metadata.name
+      operator: NotIn
+      values:
+        - {{ .Release.Namespace }}
+    {{- with .Values.watchNamespace }}
+    - key: kubernetes.io/metadata.name
+      operator: In
+      values:
+        - {{ . }}
+    {{- end }}
+{{- end }}
+
+{{/* Where the API server reaches the webhook: the Service, or urlOverride in development. */}}
+{{- define "trussium-operator.hookClientConfig" -}}
+{{- $root := index . 0 }}
+{{- $path := index . 1 -}}
+clientConfig:
+  {{- if $root.Values.webhook.urlOverride }}
+  url: {{ printf "%s%s" (trimSuffix "/" $root.Values.webhook.urlOverride) $path | quote }}
+  {{- else }}
+  service:
+    name: {{ include "trussium-operator.webhookName" $root }}
+    namespace: {{ $root.Release.Namespace }}
+    path: {{ $path }}
+    port: 443
+  {{- end }}
+  {{- if eq $root.Values.certificates.mode "provided" }}
+  caBundle: {{ $root.Values.certificates.provided.caBundle }}
+  {{- end }}
+{{- end }}
+
+{{/* The annotations of both webhook configurations: cert-manager's cainjector fills caBundle. */}}
+{{- define "trussium-operator.hookAnnotations" -}}
+{{- if eq .Values.certificates.mode "certManager" -}}
+annotations:
+  cert-manager.io/inject-ca-from: {{ printf "%s/%s" .Release.Namespace (include "trussium-operator.webhookName" .) }}
+{{- end }}
+{{- end }}
+
+{{/* Pod template labels: the user's podLabels plus the chart's, the chart's winning (the selector depends on them). */}}
+{{- define "trussium-operator.podLabels" -}}
+{{- $root := index . 0 }}
+{{- $component := index . 1 }}
+{{- $chart := include "trussium-operator.componentLabels" (list $root $component) | fromYaml }}
+{{- toYaml (merge $chart (deepCopy (index $root.Values $component).podLabels)) }}
+{{- end }}
+
+{{/*
+Role or ClusterRole scope of the permissions that follow the watched
+namespaces: (list $ "Role") renders kind and namespace lines.
+*/}}
+{{- define "trussium-operator.watchScope" -}}
+{{- $root := index . 0 }}
+{{- $kind := index . 1 }}
+{{- if $root.Values.watchNamespace -}}
+kind: {{ $kind }}
+{{- else -}}
+kind: Cluster{{ $kind }}
+{{- end }}
+{{- end }}
