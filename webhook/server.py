@@ -85,7 +85,7 @@ async def serve(options: ServeOptions, stop: asyncio.Event | None = None) -> Non
     metrics = WebhookMetrics()
     state = _State()
     api_client = await _api_client(options.kubeconfig)
-    health = await _start(create_health_app(state.ready, metrics), options.health_bind_address)
+    health = await start_site(create_health_app(state.ready, metrics), options.health_bind_address)
     admission_runner: web.AppRunner | None = None
     try:
         with tempfile.TemporaryDirectory(prefix="trussium-webhook-") as scratch:
@@ -101,7 +101,7 @@ async def serve(options: ServeOptions, stop: asyncio.Event | None = None) -> Non
                 max_request_bytes=options.max_request_bytes,
                 secret_names=secret_names_lister(api_client) if api_client else None,
             )
-            admission_runner = await _start(
+            admission_runner = await start_site(
                 create_admission_app(settings, metrics),
                 options.bind_address,
                 tls.context,
@@ -190,12 +190,13 @@ async def _first(work: "asyncio.Task[None]", stop: asyncio.Event) -> None:
     work.result()
 
 
-async def _start(
+async def start_site(
     app: web.Application,
     address: str,
     ssl_context: Any = None,
     shutdown_timeout: float = 5.0,
 ) -> web.AppRunner:
+    """Serve `app` on HOST:PORT; the runner's cleanup() waits for in-flight requests."""
     host, port = split_address(address)
     runner = web.AppRunner(app, access_log=None, shutdown_timeout=shutdown_timeout)
     await runner.setup()
