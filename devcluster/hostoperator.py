@@ -1,0 +1,214 @@
+"""The operator's two programs as host processes, wired into a local control
+plane exactly as the Helm chart wires them into a cluster.
+
+The chart renders the ServiceAccounts, the RBAC and the webhook
+configurations (with `webhook.urlOverride` pointing at 127.0.0.1); each
+program then authenticates with a token of its own ServiceAccount, so what
+works here works with the chart's least-privilege permissions, not as admin.
+Used by the demo and by the tests that prove the chart's RBAC.
+"""
+
+import json
+import os
+import socket
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Self
+
+from devcluster.controlplane import ControlPlane
+from devcluster.process import Process
+
+REPO = Path(__file__).resolve().parents[1]
+CHART = REPO / "charts" / "trussium-operator"
+HOST = "127.0.0.1"
+READY_TIMEOUT_SECONDS = 90.0
+TOKEN_DURATION = "24h"
+WIRING_TEMPLATES = (
+    "templates/serviceaccounts.yaml",
+    "templates/rbac-controller.yaml",
+    "templates/rbac-webhook.yaml",
+    "templates/webhook-configurations.yaml",
+)
+
+
+def _script(name: str) -> str:
+    """A console script of this project, from the interpreter's environment."""
+    return str(Path(sys.executable).parent / name)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind((HOST, 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _http_status(url: str) -> int:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as answer:
+            status: int = answer.status
+            return status
+    except urllib.error.HTTPError as error:
+        return error.code
+    except OSError:
+        return 0
+
+
+class HostOperator:
+    """Start with `start()` or `with HostOperator(plane) as operator:`; `stop()` is idempotent."""
+
+    def __init__(
+        self,
+        plane: ControlPlane,
+        *,
+        namespace: str = "trussium-system",
+        release: str = "trussium-operator",
+        watch_namespace: str = "",
+        helm_values: Sequence[str] = (),
+    ) -> None:
+        self.plane = plane
+        self.namespace = namespace
+        self.release = release
+        self.watch_namespace = watch_namespace
+        self._helm_values = list(helm_values)
+        self.webhook_port = free_port()
+        self.webhook_health_port = free_port()
+        self.controller_metrics_port = free_port()
+        self.controller_health_port = free_port()
+        self._dir = plane.directory / f"host-operator-{release}"
+        self._processes: list[Process] = []
+
+    @property
+    def controller_account(self) -> str:
+        return f"{self.release}-controller"
+
+    @property
+    def webhook_account(self) -> str:
+        return f"{self.release}-webhook"
+
+    @property
+    def controller_username(self) -> str:
+        return f"system:serviceaccount:{self.namespace}:{self.controller_account}"
+
+    @property
+    def webhook_url(self) -> str:
+        return f"https://{HOST}:{self.webhook_port}"
+
+    @property
+    def logs(self) -> dict[str, Path]:
+        return {p.name: p.log for p in self._processes}
+
+    def render_wiring(self) -> str:
+        """The chart's ServiceAccounts, RBAC and webhook configurations for this setup."""
+        values = [f"webhook.urlOverride={self.webhook_url}", *self._helm_values]
+        if self.watch_namespace:
+            values.append(f"watchNamespace={self.watch_namespace}")
+        args = ["template", self.release, str(CHART), "--namespace", self.namespace]
+        for template in WIRING_TEMPLATES:
+            args += ["--show-only", template]
+        for value in values:
+            args += ["--set", value]
+        return self.plane.helm(*args).stdout
+
+    def token_kubeconfig(self, account: str) -> Path:
+        token = self.plane.kubectl(
+            "create", "token", account, "-n", self.namespace, f"--duration={TOKEN_DURATION}"
+        ).stdout.strip()
+        return self.plane.token_kubeconfig(token, f"{self.release}-{account}")
+
+    def start(self) -> Self:
+        self._dir.mkdir(parents=True, exist_ok=True)
+        if self.plane.kubectl("get", "namespace", self.namespace, check=False).returncode:
+            self.plane.create_namespace(self.namespace)
+        self.plane.kubectl("apply", "--server-side", "-f", "-", input=self.render_wiring())
+        try:
+            self._start_webhook()
+            self._start_controller()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        for process in reversed(self._processes):
+            process.terminate()
+        for process in reversed(self._processes):
+            process.kill(15.0)
+        self._processes.clear()
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *_: object) -> None:
+        self.stop()
+
+    def _spawn(self, name: str, argv: list[str]) -> Process:
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        process = Process(name, argv, self._dir / f"{name}.log", env)
+        process.start()
+        self._processes.append(process)
+        return process
+
+    def _start_webhook(self) -> None:
+        process = self._spawn(
+            "webhook",
+            [
+                _script("trussium-webhook"), "serve",
+                "--cert-mode", "self-managed",
+                "--cert-dir", str(self._dir / "webhook-certs"),
+                "--namespace", self.namespace,
+                "--secret-name", f"{self.release}-webhook-tls",
+                "--service-name", f"{self.release}-webhook",
+                "--ip-address", HOST,
+                "--webhook-config-name", self.release,
+                "--operator-username", self.controller_username,
+                "--kubeconfig", str(self.token_kubeconfig(self.webhook_account)),
+                "--bind-address", f"{HOST}:{self.webhook_port}",
+                "--health-bind-address", f"{HOST}:{self.webhook_health_port}",
+            ],
+        )  # fmt: skip
+        self._wait(process, f"http://{HOST}:{self.webhook_health_port}/readyz")
+        self._wait_for_ca_bundle(process)
+
+    def _start_controller(self) -> None:
+        argv = [
+            _script("trussium-controller"), "run",
+            "--kubeconfig", str(self.token_kubeconfig(self.controller_account)),
+            "--leader-election-id", self.release,
+            "--leader-election-namespace", self.namespace,
+            "--metrics-bind-address", f"{HOST}:{self.controller_metrics_port}",
+            "--health-probe-bind-address", f"{HOST}:{self.controller_health_port}",
+        ]  # fmt: skip
+        if self.watch_namespace:
+            argv += ["--watch-namespace", self.watch_namespace]
+        process = self._spawn("controller", argv)
+        self._wait(process, f"http://{HOST}:{self.controller_health_port}/readyz")
+
+    def _wait(self, process: Process, url: str) -> None:
+        deadline = time.monotonic() + READY_TIMEOUT_SECONDS
+        while time.monotonic() < deadline:
+            if process.exit_code() is not None:
+                raise RuntimeError(process.describe_exit(30))
+            if _http_status(url) == 200:
+                return
+            time.sleep(0.2)
+        raise RuntimeError(f"{process.name} not ready at {url} in {READY_TIMEOUT_SECONDS:.0f}s")
+
+    def _wait_for_ca_bundle(self, process: Process) -> None:
+        """The TrussiumRuntime hooks fail closed: wait until the webhook injected its CA."""
+        deadline = time.monotonic() + READY_TIMEOUT_SECONDS
+        while time.monotonic() < deadline:
+            if process.exit_code() is not None:
+                raise RuntimeError(process.describe_exit(30))
+            answer = self.plane.kubectl(
+                "get", "mutatingwebhookconfiguration", self.release, "-o", "json"
+            )
+            hooks = json.loads(answer.stdout).get("webhooks", [])
+            if hooks and all(h.get("clientConfig", {}).get("caBundle") for h in hooks):
+                return
+            time.sleep(0.3)
+        raise RuntimeError("the webhook did not inject its CA bundle in time")
