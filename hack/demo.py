@@ -32,7 +32,7 @@ T = TypeVar("T")
 Obj = dict[str, Any]
 
 
-class DemoFailed(Exception):
+class DemoStepError(Exception):
     """A step did not behave as the demo promises."""
 
 
@@ -62,7 +62,7 @@ def wait_for(check: Callable[[], T | None], what: str, timeout: float = WAIT_SEC
         if result := check():
             return result
         time.sleep(0.25)
-    raise DemoFailed(f"timed out after {timeout:.0f}s waiting for {what}")
+    raise DemoStepError(f"timed out after {timeout:.0f}s waiting for {what}")
 
 
 class Demo:
@@ -119,7 +119,7 @@ class Demo:
         self.show_runtime()
         upgrading = self.condition("Upgrading")
         if upgrading != ("False", "NoUpgrade"):
-            raise DemoFailed(f"initial provisioning should be NoUpgrade, got {upgrading}")
+            raise DemoStepError(f"initial provisioning should be NoUpgrade, got {upgrading}")
         self.show_events()
 
     def upgrade(self) -> None:
@@ -139,7 +139,7 @@ class Demo:
         reasons = self.event_reasons()
         for expected in ("RuntimeUpgradeStarted", "RuntimeUpgradeCompleted"):
             if expected not in reasons:
-                raise DemoFailed(f"expected event {expected}, got {reasons}")
+                raise DemoStepError(f"expected event {expected}, got {reasons}")
         self.show_runtime()
         self.show_events()
 
@@ -149,14 +149,14 @@ class Demo:
         self.say.say(f"kubectl apply -f {path.relative_to(REPO)}  -> exit {result.returncode}")
         self.say.show(result.stderr)
         if result.returncode == 0:
-            raise DemoFailed("the invalid runtime was accepted")
+            raise DemoStepError("the invalid runtime was accepted")
         missing = [
             field
             for field in ("spec.image", "spec.provider.baseURL", "spec.podMetadata.labels")
             if field not in result.stderr
         ]
         if missing:
-            raise DemoFailed(f"rejection did not name {missing}")
+            raise DemoStepError(f"rejection did not name {missing}")
 
     def preview(self) -> None:
         path = EXAMPLES / "runtime-production.yaml"
@@ -167,7 +167,7 @@ class Demo:
             check=False,
         )
         if render.returncode != 0:
-            raise DemoFailed(f"render failed: {render.stderr}")
+            raise DemoStepError(f"render failed: {render.stderr}")
         kinds = [
             line.split(":", 1)[1].strip()
             for line in render.stdout.splitlines()
@@ -220,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("\nstopped; nothing left running.")
         return 0
-    except (DemoFailed, subprocess.CalledProcessError, RuntimeError) as error:
+    except (DemoStepError, subprocess.CalledProcessError, RuntimeError) as error:
         detail = getattr(error, "stderr", "") or ""
         print(f"\ndemo failed: {error}\n{detail}", file=sys.stderr)
         return 1
