@@ -84,6 +84,7 @@ def start_server(cert_dir: Path, port: int, health_port: int, log: Path) -> subp
                 f"--bind-address=127.0.0.1:{port}",
                 f"--health-bind-address=127.0.0.1:{health_port}",
                 "--operator-username=bench",
+                "--shutdown-delay=0",
                 "--log-level=warning",
             ],
             cwd=REPO,

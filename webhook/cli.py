@@ -74,6 +74,12 @@ def _add_serve_command(subparsers: "argparse._SubParsersAction[argparse.Argument
         default=int(_env("max-request-bytes") or DEFAULT_MAX_REQUEST_BYTES),
     )
     add(
+        "--shutdown-delay",
+        type=float,
+        default=float(_env("shutdown-delay") or 5.0),
+        help="seconds admissions are still answered after SIGTERM, while endpoints update",
+    )
+    add(
         "--shutdown-timeout",
         type=float,
         default=float(_env("shutdown-timeout") or 20.0),
@@ -109,6 +115,7 @@ def _serve(args: argparse.Namespace) -> int:
         ),
         kubeconfig=args.kubeconfig,
         max_request_bytes=args.max_request_bytes,
+        shutdown_delay=args.shutdown_delay,
         shutdown_timeout=args.shutdown_timeout,
     )
     try:

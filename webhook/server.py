@@ -2,14 +2,16 @@
 
 Start order: the health server first (so the kubelet sees a live process whose
 /readyz says why it is not ready yet), then the certificate material, then the
-HTTPS server. On SIGTERM /readyz turns 503, the listener closes and in-flight
-admissions get `shutdown_timeout` seconds to finish.
+HTTPS server. On SIGTERM /readyz turns 503, admissions are still answered
+for `shutdown_delay` seconds (while Service endpoints drop this pod), then the
+listener closes and in-flight admissions get `shutdown_timeout` seconds.
 """
 
 import asyncio
 import contextlib
 import logging
 import signal
+import ssl
 import tempfile
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -49,6 +51,7 @@ class ServeOptions:
     webhook_config_names: tuple[str, ...] = ("trussium-operator",)
     kubeconfig: str | None = None
     max_request_bytes: int = 3 * 1024 * 1024
+    shutdown_delay: float = 5.0
     shutdown_timeout: float = 20.0
     tls_poll_seconds: float = 5.0
 
@@ -85,6 +88,8 @@ async def serve(options: ServeOptions, stop: asyncio.Event | None = None) -> Non
     metrics = WebhookMetrics()
     state = _State()
     api_client = await _api_client(options.kubeconfig)
+    if options.cert_mode == "self-managed" and api_client is None:
+        raise ConfigurationError("--cert-mode self-managed needs access to the API server")
     health = await start_site(create_health_app(state.ready, metrics), options.health_bind_address)
     admission_runner: web.AppRunner | None = None
     try:
@@ -117,7 +122,10 @@ async def serve(options: ServeOptions, stop: asyncio.Event | None = None) -> Non
             task.cancel()
         await asyncio.gather(*state.tasks, return_exceptions=True)
         if admission_runner is not None:
-            await admission_runner.cleanup()  # closes the listener, drains in-flight requests
+            # Keep answering while endpoints drop this pod (readiness now fails),
+            # then close the listener and let in-flight requests finish.
+            await asyncio.sleep(options.shutdown_delay)
+            await admission_runner.cleanup()
         await health.cleanup()
         if api_client is not None:
             await api_client.close()
@@ -129,9 +137,7 @@ async def _load_tls(
 ) -> None:
     """Make the certificate folder current (self-managed mode), then load and watch it."""
     manager: SelfManaged | None = None
-    if options.cert_mode == "self-managed":
-        if api_client is None:
-            raise ConfigurationError("--cert-mode self-managed needs access to the API server")
+    if options.cert_mode == "self-managed" and api_client is not None:
         manager = SelfManaged(
             api_client,
             namespace=options.namespace,
@@ -193,7 +199,7 @@ async def _first(work: "asyncio.Task[None]", stop: asyncio.Event) -> None:
 async def start_site(
     app: web.Application,
     address: str,
-    ssl_context: Any = None,
+    ssl_context: ssl.SSLContext | None = None,
     shutdown_timeout: float = 5.0,
 ) -> web.AppRunner:
     """Serve `app` on HOST:PORT; the runner's cleanup() waits for in-flight requests."""

@@ -177,6 +177,7 @@ def webhook(
                 f"--bind-address=127.0.0.1:{port}",
                 f"--health-bind-address=127.0.0.1:{health_port}",
                 f"--operator-username={OPERATOR}",
+                "--shutdown-delay=0",
                 f"--kubeconfig={api_plane.kubeconfig}",
             ],
             cwd=REPO,

@@ -43,6 +43,7 @@ async def test_serves_over_tls_until_stopped(tmp_path: Path) -> None:
         health_bind_address=f"127.0.0.1:{health_port}",
         cert_mode="files",
         cert_dir=tmp_path,
+        shutdown_delay=0,
     )
     stop = asyncio.Event()
     server = asyncio.create_task(serve(options, stop))
