@@ -1,0 +1,314 @@
+"""The chart's RBAC is proven, not assumed: the real controller and webhook run on
+the host with tokens of the chart's own ServiceAccounts and the chart's own flags,
+the installed webhook configurations point at the host webhook (webhook.urlOverride),
+and a TrussiumRuntime converges while everything outside the grant is refused."""
+
+import json
+import signal
+import subprocess
+import sys
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from devcluster import ControlPlane
+from tests.integration.chart import CHART, container, find, fullname, release_name, render
+from tests.integration.controller_harness import (
+    free_port,
+    get,
+    install_crd,
+    must_get,
+    running_controller,
+    runtime_manifest,
+    wait_condition,
+    wait_for,
+)
+
+pytestmark = pytest.mark.cluster
+
+SECRET_VALUE = "sk-chart-rbac-do-not-log"  # must never show up in either program's log
+# Each program binds these itself on the host; the chart's in-Pod values would collide.
+HOST_FLAGS = (
+    "--bind-address",
+    "--health-bind-address",
+    "--metrics-bind-address",
+    "--health-probe-bind-address",
+    "--cert-dir",
+)
+
+
+def chart_args(deployment: dict[str, Any]) -> list[str]:
+    """The program arguments the chart gives this Deployment, minus the in-Pod addresses."""
+    main = container(deployment)
+    args: list[str] = [*main["command"][1:], *main["args"]]
+    return [a for a in args if a.split("=", 1)[0] not in HOST_FLAGS]
+
+
+def token_kubeconfig(plane: ControlPlane, namespace: str, account: str) -> Path:
+    token = plane.kubectl("create", "token", account, "-n", namespace, "--duration=1h").stdout
+    return plane.token_kubeconfig(token.strip(), account)
+
+
+@contextmanager
+def running_webhook(
+    argv: list[str], port: int, log_path: Path, plane: ControlPlane
+) -> Iterator[subprocess.Popen[bytes]]:
+    health = free_port()
+    command = [
+        str(Path(sys.executable).parent / "trussium-webhook"),
+        *argv,
+        f"--bind-address=127.0.0.1:{port}",
+        f"--health-bind-address=127.0.0.1:{health}",
+        f"--cert-dir={log_path.parent / 'webhook-certs'}",
+        "--ip-address=127.0.0.1",
+    ]
+    with log_path.open("ab") as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+
+    def ready() -> bool:
+        if process.poll() is not None:
+            raise AssertionError(f"webhook exited: {log_path.read_text()[-4000:]}")
+        probe = plane.kubectl("get", "--raw", "/readyz", check=False)  # keep the API warm
+        return probe.returncode == 0 and _http_ok(f"http://127.0.0.1:{health}/readyz")
+
+    try:
+        wait_for(ready, "the host webhook to be ready", timeout=60)
+        yield process
+    except BaseException:
+        sys.stderr.write(f"--- webhook log ---\n{log_path.read_text()[-6000:]}\n")
+        raise
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def _http_ok(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as answer:
+            return bool(answer.status == 200)
+    except OSError:
+        return False
+
+
+def can_i(plane: ControlPlane, user: str, *request: str) -> bool:
+    answer = plane.kubectl("auth", "can-i", f"--as={user}", *request, check=False)
+    return answer.stdout.strip() == "yes"
+
+
+def refused(plane: ControlPlane, kubeconfig: Path, *request: str) -> bool:
+    answer = plane.kubectl(*request, kubeconfig=kubeconfig, check=False)
+    return answer.returncode != 0 and "Forbidden" in answer.stderr
+
+
+@pytest.mark.parametrize("scope", ["cluster", "namespace"])
+def test_chart_service_accounts_run_both_programs_and_nothing_more(
+    plane: ControlPlane, namespace: str, tmp_path: Path, scope: str
+) -> None:
+    install_crd(plane)
+    apps = f"{namespace}-apps"
+    plane.create_namespace(apps)
+    release, port = release_name(), free_port()
+    name = fullname(release)
+    values = ["--set", f"watchNamespace={apps}"] if scope == "namespace" else []
+    in_pod = render(plane, release, namespace, *values)
+    controller_user = f"system:serviceaccount:{namespace}:{name}-controller"
+    webhook_user = f"system:serviceaccount:{namespace}:{name}-webhook"
+    try:
+        plane.helm(
+            "install",
+            release,
+            str(CHART),
+            "--namespace",
+            namespace,
+            *values,
+            "--set",
+            f"webhook.urlOverride=https://127.0.0.1:{port}",
+            "--set",
+            "controller.replicas=0",
+            "--wait",
+            "--timeout",
+            "120s",
+        )
+        webhook_config = token_kubeconfig(plane, namespace, f"{name}-webhook")
+        controller_config = token_kubeconfig(plane, namespace, f"{name}-controller")
+        webhook_argv = chart_args(find(in_pod, "Deployment", f"{name}-webhook"))
+        controller_argv = chart_args(find(in_pod, "Deployment", f"{name}-controller"))
+        with (
+            running_webhook(
+                [*webhook_argv, f"--kubeconfig={webhook_config}"],
+                port,
+                tmp_path / "webhook.log",
+                plane,
+            ),
+            running_controller(
+                plane,
+                tmp_path / "controller.log",
+                *controller_argv[1:],
+                f"--kubeconfig={controller_config}",
+                identity=name,
+            ) as controller,
+        ):
+            _prove_the_programs_work(plane, namespace, apps, name)
+            logs = (tmp_path / "webhook.log").read_text() + controller.logs()
+            assert SECRET_VALUE not in logs
+        _prove_the_grant_stops_there(
+            plane,
+            namespace,
+            apps,
+            name,
+            scope,
+            {controller_user: controller_config, webhook_user: webhook_config},
+        )
+    finally:
+        plane.helm("uninstall", release, "--namespace", namespace, "--wait", check=False)
+        plane.delete_namespace(apps)
+
+
+def _prove_the_programs_work(plane: ControlPlane, namespace: str, apps: str, name: str) -> None:
+    # Self-managed certificates, with the webhook's own token: its Secret and both caBundles.
+    def ca_injected() -> bool:
+        bundles = [
+            plane.kubectl(
+                "get", kind, name, "-o", "jsonpath={.webhooks[*].clientConfig.caBundle}"
+            ).stdout.split()
+            for kind in ("mutatingwebhookconfiguration", "validatingwebhookconfiguration")
+        ]
+        return [len(b) for b in bundles] == [1, 2]
+
+    wait_for(ca_injected, "the webhook to inject its CA into both configurations")
+    must_get(plane, "secret", f"{name}-webhook-tls", namespace)
+
+    # Validation through the installed configurations (the API server calls the host webhook).
+    bad = runtime_manifest("bad", apps, podMetadata={"labels": {"app.kubernetes.io/name": "x"}})
+
+    def rejected_by_webhook() -> str | None:
+        answer = plane.kubectl(
+            "create", "--dry-run=server", "-f", "-", input=json.dumps(bad), check=False
+        )
+        return answer.stderr if "denied the request" in answer.stderr else None
+
+    message = wait_for(rejected_by_webhook, "the API server to reach the host webhook", 60)
+    assert "spec.podMetadata.labels" in message
+
+    # The missing-Secret warning needs the webhook's Secret listing; the controller then
+    # reports the missing Secret (its Secret read) and converges once it exists (its watch).
+    chat = runtime_manifest(
+        "chat",
+        apps,
+        provider={
+            "type": "openai",
+            "model": "gpt-4o-mini",
+            "credentialsSecretRef": {"name": "openai", "key": "apiKey"},
+        },
+    )
+    created = plane.kubectl("create", "-f", "-", input=json.dumps(chat))
+    assert "openai" in created.stderr, "no warning about the missing Secret"
+    wait_condition(plane, "chat", apps, "ConfigurationValid", "False", "SecretNotFound")
+    plane.kubectl(
+        "create", "secret", "generic", "openai", "-n", apps, f"--from-literal=apiKey={SECRET_VALUE}"
+    )
+    wait_condition(plane, "chat", apps, "Ready", "True", "RuntimeReady", timeout=120)
+    events = plane.kubectl("get", "events.v1.events.k8s.io", "-n", apps, "-o", "json").stdout
+    assert "RuntimeReady" in events
+
+    # The guard: the controller's own updates pass, anyone else's spec edit is refused.
+    plane.kubectl(
+        "patch",
+        "trussiumruntime",
+        "chat",
+        "-n",
+        apps,
+        "--type=merge",
+        "-p",
+        '{"spec":{"replicas":2}}',
+    )
+    wait_for(
+        lambda: (get(plane, "deployment", "chat", apps) or {}).get("spec", {}).get("replicas") == 2,
+        "the controller to update its Deployment through the guard",
+    )
+    edit = plane.kubectl(
+        "patch",
+        "deployment",
+        "chat",
+        "-n",
+        apps,
+        "--type=merge",
+        "-p",
+        '{"spec":{"minReadySeconds":7}}',
+        check=False,
+    )
+    assert edit.returncode != 0
+    assert f"TrussiumRuntime {apps}/chat" in edit.stderr
+
+
+def _prove_the_grant_stops_there(
+    plane: ControlPlane,
+    namespace: str,
+    apps: str,
+    name: str,
+    scope: str,
+    kubeconfigs: dict[str, Path],
+) -> None:
+    controller, webhook = kubeconfigs
+    for user in kubeconfigs:
+        for request in (
+            ("get", "pods", "-n", apps),
+            ("list", "replicasets", "-n", apps),
+            ("list", "nodes"),
+            ("update", "secrets/openai", "-n", apps),
+            ("patch", "secrets/openai", "-n", apps),
+            ("delete", "secrets/openai", "-n", apps),
+            ("patch", "validatingwebhookconfigurations/some-other-webhook"),
+            ("patch", "mutatingwebhookconfigurations/some-other-webhook"),
+        ):
+            assert not can_i(plane, user, *request), f"{user} may {' '.join(request)}"
+    assert not can_i(plane, controller, "create", "secrets", "-n", apps)
+    assert not can_i(plane, webhook, "create", "secrets", "-n", apps)
+    assert not can_i(plane, webhook, "get", "secrets/openai", "-n", apps), "values by name"
+    assert not can_i(plane, webhook, "patch", "secrets/other", "-n", namespace)
+    assert can_i(plane, webhook, "patch", f"secrets/{name}-webhook-tls", "-n", namespace)
+    assert can_i(plane, webhook, "patch", f"validatingwebhookconfigurations/{name}")
+    assert not can_i(plane, controller, "patch", f"validatingwebhookconfigurations/{name}")
+    assert not can_i(plane, controller, "get", "leases/someone-elses-lock", "-n", namespace)
+    assert can_i(plane, controller, "update", f"leases/{name}", "-n", namespace)
+    everywhere = can_i(plane, controller, "list", "trussiumruntimes", "--all-namespaces")
+    assert everywhere is (scope == "cluster")
+    assert can_i(plane, controller, "list", "deployments", "-n", "default") is (scope == "cluster")
+
+    # The same, as real requests with the ServiceAccounts' own tokens.
+    for kubeconfig in kubeconfigs.values():
+        assert refused(plane, kubeconfig, "get", "pods", "-n", apps)
+        assert refused(plane, kubeconfig, "get", "replicasets", "-n", apps)
+        assert refused(plane, kubeconfig, "get", "nodes")
+        assert refused(
+            plane,
+            kubeconfig,
+            "patch",
+            "secret",
+            "openai",
+            "-n",
+            apps,
+            "--type=merge",
+            "-p",
+            '{"data":{"apiKey":"eA=="}}',
+        )
+        assert refused(
+            plane,
+            kubeconfig,
+            "patch",
+            "validatingwebhookconfiguration",
+            "some-other-webhook",
+            "--type=merge",
+            "-p",
+            "{}",
+        )
+    assert refused(plane, kubeconfigs[webhook], "get", "secret", "openai", "-n", apps)
+    assert refused(plane, kubeconfigs[controller], "delete", "secret", "openai", "-n", apps)
