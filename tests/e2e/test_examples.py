@@ -1,0 +1,57 @@
+"""The manifests the README shows are real: the offline validator, the
+renderer and the API server agree with what the README says of them."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from devcluster import ControlPlane
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLES = REPO / "examples"
+VALID = ["runtime.yaml", "runtime-production.yaml", "runtime-autoscaling.yaml"]
+SCRIPTS = Path(sys.executable).parent
+
+
+def run(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(argv, capture_output=True, text=True, check=False)
+
+
+@pytest.mark.parametrize("name", VALID)
+def test_valid_example_passes_the_offline_validator_and_renders(name: str) -> None:
+    path = str(EXAMPLES / name)
+    validated = run(str(SCRIPTS / "trussium-webhook"), "validate", "-f", path)
+    assert validated.returncode == 0, validated.stdout + validated.stderr
+    rendered = run(str(SCRIPTS / "trussium-controller"), "render", "-f", path)
+    assert rendered.returncode == 0, rendered.stderr
+    assert "kind: Deployment" in rendered.stdout
+
+
+def test_invalid_example_is_rejected_offline_with_field_paths() -> None:
+    result = run(
+        str(SCRIPTS / "trussium-webhook"), "validate", "-f", str(EXAMPLES / "invalid-runtime.yaml")
+    )
+    assert result.returncode == 1
+    for field in (
+        "spec.image",
+        "spec.replicas",
+        "spec.provider.baseURL",
+        "spec.podMetadata.labels",
+        "spec.podMetadata.annotations",
+        "spec.autoscaling",
+    ):
+        assert field in result.stdout + result.stderr, field
+
+
+@pytest.mark.api
+def test_api_server_accepts_the_valid_examples(plane: ControlPlane, namespace: str) -> None:
+    plane.kubectl("apply", "--server-side", "-f", str(REPO / "charts/trussium-operator/crds"))
+    plane.kubectl("wait", "--for=condition=Established", "crd/trussiumruntimes.runtime.trussium.io")
+    for name in [*VALID, "secrets.yaml"]:
+        plane.kubectl("apply", "-n", namespace, "-f", str(EXAMPLES / name))
+    names = plane.kubectl(
+        "get", "truntime", "-n", namespace, "-o", "jsonpath={.items[*].metadata.name}"
+    ).stdout.split()
+    assert sorted(names) == ["assistant", "batch", "chat"]
