@@ -36,7 +36,7 @@ def specs(draw: st.DrawFn) -> dict[str, Any]:
     if draw(st.booleans()):
         image["tag"] = draw(st.sampled_from(["1.0.0", "v2", "latest"]))
     else:
-        image["digest"] = "sha256:" + draw(st.from_regex(r"\A[a-f0-9]{64}\Z"))
+        image["digest"] = "sha256:" + draw(st.binary(min_size=32, max_size=32)).hex()
     if draw(st.booleans()):
         image["pullPolicy"] = draw(st.sampled_from(["Always", "IfNotPresent", "Never"]))
     spec: dict[str, Any] = {
