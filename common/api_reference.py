@@ -25,6 +25,19 @@ Defaults marked below are applied by the API server (and by the webhook and
 the offline tools); defaults inside `service`, `networkPolicy` and
 `autoscaling` apply when that object is present (`service` itself defaults
 to `{}`).
+
+Design notes:
+- `provider.baseURL` is checked by the schema too (a CEL rule: an absolute
+  http or https URL with a host), so a cluster without the webhook rejects a
+  relative or non-HTTP URL; user credentials in the URL are rejected by the
+  webhook, whose message never repeats the URL.
+- The category is `trussium`, not `all`: `kubectl get all` stays about
+  built-in workloads and `kubectl delete all --all` never deletes runtimes.
+- `kubectl get truntime` shows Ready, Desired, Provider, Model, Version, the
+  Ready condition's Reason and Age; `-o wide` adds the running Image.
+- The warning about `replicas` while autoscaling is enabled fires when
+  `replicas` differs from its default 1: the API server stores the default
+  before the webhook sees the object, so an explicit `1` cannot be told apart.
 """
 
 

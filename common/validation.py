@@ -122,7 +122,7 @@ def _schema_error(error: ErrorDetails) -> FieldError:
     if kind == "missing":
         return FieldError(path, "Required value", "FieldValueRequired")
     if kind == "extra_forbidden":
-        name = path.rpartition(".")[2]
+        name = error["loc"][-1]
         return FieldError(
             path,
             f"unknown field {name!r}: not part of the TrussiumRuntime API "
