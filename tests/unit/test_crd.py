@@ -3,6 +3,7 @@
 import json
 import types
 import typing
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal, Union
 
@@ -249,3 +250,25 @@ def test_int32_fields_say_so() -> None:
     ):
         assert node["format"] == "int32"
     assert constants.CRD_NAME in crd.CRD_PATH.name
+
+
+def _nodes(node: dict[str, Any], path: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    yield path, node
+    for name, child in node.get("properties", {}).items():
+        yield from _nodes(child, f"{path}.{name}")
+    if isinstance(node.get("additionalProperties"), dict):
+        yield from _nodes(node["additionalProperties"], f"{path}[*]")
+    if "items" in node:
+        yield from _nodes(node["items"], f"{path}[]")
+
+
+def test_schema_is_structural() -> None:
+    """Every node has a type (the API server refuses a non-structural CRD)."""
+    schema = _version()["schema"]["openAPIV3Schema"]
+    for path, node in _nodes(schema, ""):
+        if node.get("x-kubernetes-int-or-string"):
+            assert node["anyOf"] == [{"type": "integer"}, {"type": "string"}], path
+        else:
+            assert node.get("type") in ("object", "array", "string", "integer", "boolean"), path
+            assert "anyOf" not in node, path
+            assert "$ref" not in node, path
