@@ -103,10 +103,10 @@ def upgrade_of(
     """
     last = (previous_status or {}).get("lastSuccessfulImage") or ""
     landed = rollout.phase is RolloutPhase.COMPLETE and current_image == desired_image
-    if not last:
+    if not last:  # initial provisioning is never an upgrade
         return Upgrade(
             desired_image if landed else "",
-            ConditionState("False", Reason.NO_UPGRADE, "Initial provisioning is not an upgrade."),
+            ConditionState("False", Reason.NO_UPGRADE, "No image upgrade has been requested."),
         )
     if desired_image == last:
         return Upgrade(last, _settled(previous_status, last))
