@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import logging
 import secrets
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
@@ -141,9 +142,13 @@ async def test_replicas_starting_together_share_one_ca(
     namespace: str,
     config_name: str,
     tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     replicas = [replica(api_client, namespace, config_name, tmp_path / str(i)) for i in range(4)]
-    assert await asyncio.gather(*(r.ensure() for r in replicas)) == [True] * 4
+    with caplog.at_level(logging.INFO, logger="certs.selfmanaged"):
+        assert await asyncio.gather(*(r.ensure() for r in replicas)) == [True] * 4
+    # The race really happened: losers of the create adopted the winner's Secret.
+    assert "another replica updated Secret" in caplog.text
 
     stored = secret_data(plane, namespace)
     for i in range(4):
@@ -233,6 +238,7 @@ def test_cli_inject_patches_both_kinds_once(
     plane: ControlPlane, config_name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main_certs(["generate", "--out", str(tmp_path), "--ip-address", "127.0.0.1"]) == 0
+    capsys.readouterr()
     inject = [
         "inject",
         "--kubeconfig",
