@@ -6,6 +6,7 @@ fail (and so repeat) a reconcile whose status write already succeeded.
 """
 
 import logging
+import secrets
 from datetime import datetime
 from typing import Any
 
@@ -20,6 +21,11 @@ def micro_time(now: datetime) -> str:
     return now.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+def event_suffix(now: datetime) -> str:
+    """Hex nanoseconds plus randomness: unique even for two events of one reconcile."""
+    return f"{int(now.timestamp() * 1_000_000_000):x}{secrets.token_hex(3)}"
+
+
 def event_body(
     runtime: dict[str, Any], decision: EventDecision, *, instance: str, now: datetime
 ) -> dict[str, Any]:
@@ -28,7 +34,9 @@ def event_body(
         "apiVersion": EVENTS.api_version,
         "kind": "Event",
         "metadata": {
-            "generateName": f"{meta['name']}.",
+            # Like client-go: an explicit `<name>.<hex time>` name, since events.k8s.io
+            # rejects a generateName ending in a dot.
+            "name": f"{meta['name']}.{event_suffix(now)}",
             "namespace": meta["namespace"],
         },
         "regarding": {

@@ -24,6 +24,8 @@ from devcluster.process import Process
 
 REPO = Path(__file__).resolve().parents[1]
 CHART = REPO / "charts" / "trussium-operator"
+CRDS = CHART / "crds"
+CRD_NAME = "trussiumruntimes.runtime.trussium.io"
 HOST = "127.0.0.1"
 READY_TIMEOUT_SECONDS = 90.0
 TOKEN_DURATION = "24h"
@@ -56,6 +58,23 @@ def _http_status(url: str) -> int:
         return error.code
     except OSError:
         return 0
+
+
+def install_crds(plane: ControlPlane) -> None:
+    """Server-side apply the chart's CRD and wait until it is served.
+
+    Polls instead of `kubectl wait --for=condition=Established`, which errors
+    out on a CRD whose status has no conditions yet.
+    """
+    plane.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(CRDS))
+    deadline = time.monotonic() + READY_TIMEOUT_SECONDS
+    query = '{.status.conditions[?(@.type=="Established")].status}'
+    while time.monotonic() < deadline:
+        answer = plane.kubectl("get", "crd", CRD_NAME, "-o", f"jsonpath={query}", check=False)
+        if answer.stdout.strip() == "True":
+            return
+        time.sleep(0.2)
+    raise RuntimeError(f"CRD {CRD_NAME} not Established in {READY_TIMEOUT_SECONDS:.0f}s")
 
 
 class HostOperator:

@@ -18,11 +18,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from devcluster import ControlPlane, Profile
-from devcluster.hostoperator import HostOperator
+from devcluster.hostoperator import HostOperator, install_crds
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"
-CRDS = REPO / "charts" / "trussium-operator" / "crds"
 NAMESPACE = "demo"
 RUNTIME = "assistant"
 UPGRADE_TAG = "0.9.1"
@@ -200,8 +199,7 @@ def main(argv: list[str] | None = None) -> int:
         with ControlPlane(Profile.CLUSTER) as plane:
             say.say(f"API server {plane.server}; kubeconfig {plane.kubeconfig}")
             say.step("Installing the TrussiumRuntime CRD")
-            plane.kubectl("apply", "--server-side", "-f", str(CRDS))
-            plane.kubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
+            install_crds(plane)
             say.step("Starting the webhook and the controller (chart RBAC, self-managed CA)")
             with HostOperator(plane) as operator:
                 say.say(f"webhook {operator.webhook_url}, controller leader-elected")

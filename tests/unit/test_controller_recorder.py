@@ -1,5 +1,6 @@
 """The events.k8s.io/v1 Event the controller posts for a decision."""
 
+import re
 from datetime import UTC, datetime
 
 from common.events import EventDecision
@@ -11,7 +12,11 @@ def test_event_regards_the_runtime_with_microsecond_time_and_reporting_identity(
     decision = EventDecision("Normal", "RuntimeReady", "ObserveRuntime", "1 of 1 replicas ready.")
     now = datetime(2026, 11, 29, 8, 0, 1, 5, tzinfo=UTC)
     body = event_body(runtime, decision, instance="operator-0", now=now)
-    assert body["metadata"] == {"generateName": "rt.", "namespace": "ns"}
+    name = body["metadata"]["name"]
+    assert body["metadata"]["namespace"] == "ns"
+    # events.k8s.io validates the name as a DNS subdomain (a trailing-dot generateName fails).
+    assert re.fullmatch(r"rt\.[0-9a-f]+", name)
+    assert event_body(runtime, decision, instance="operator-0", now=now)["metadata"]["name"] != name
     assert body["regarding"] == {
         "apiVersion": "runtime.trussium.io/v1alpha1",
         "kind": "TrussiumRuntime",
