@@ -107,9 +107,12 @@ def _generate(args: argparse.Namespace) -> int:
 
 def _load_or_create_ca(ca_dir: Path | None, validity: timedelta, now: datetime) -> KeyPair:
     if ca_dir is not None and (ca_dir / CA_KEY_FILE).exists():
-        return decode_key_pair(
+        ca = decode_key_pair(
             (ca_dir / CA_CERT_FILE).read_bytes(), (ca_dir / CA_KEY_FILE).read_bytes()
         )
+        if ca.certificate.not_valid_after_utc <= now:
+            raise CertificateError(f"the CA in {ca_dir} has expired; remove it to create a new one")
+        return ca
     ca = generate_ca(CA_COMMON_NAME, validity, now=now)
     if ca_dir is not None:
         ca_dir.mkdir(parents=True, exist_ok=True)
