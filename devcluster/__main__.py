@@ -32,6 +32,7 @@ def up(plane: ControlPlane) -> int:
         print(f"  bin dir:    {plane.bin_dir}")
         print(f"  logs:       {plane.log_dir}")
         print(f"  audit log:  {plane.audit_log}")
+        print("  pids:       " + " ".join(f"{name}={pid}" for name, pid in plane.pids.items()))
         print(f"export KUBECONFIG={plane.kubeconfig} PATH={plane.bin_dir}:$PATH")
         print("Press Ctrl-C to stop.", flush=True)
         try:

@@ -22,6 +22,7 @@ BINARIES = (
     "kwok",
     "helm",
 )
+KWOK_STAGES = "kwok-stages.yaml"  # kwok's default Stage objects, written by build.sh
 
 
 class ComponentsError(RuntimeError):
@@ -72,7 +73,7 @@ def locate() -> Components:
     if result.returncode != 0 or not lines:
         raise ComponentsError(f"{BUILD_SCRIPT} failed (exit {result.returncode}); see its stderr")
     bin_dir = Path(lines[-1])
-    missing = [name for name in BINARIES if not (bin_dir / name).is_file()]
+    missing = [name for name in (*BINARIES, KWOK_STAGES) if not (bin_dir / name).is_file()]
     if missing:
         raise ComponentsError(f"{bin_dir} lacks {', '.join(missing)}")
     return Components(bin_dir=bin_dir, versions=pinned_versions())

@@ -225,9 +225,10 @@ class ControlPlane:
         if self._layout is None or self._stopped:
             return
         self._stopped = True
+        # Reverse start order, each one gone before the next: an API server whose
+        # etcd vanished first hangs in its graceful shutdown until killed.
         for process in reversed(self._processes):
             process.terminate()
-        for process in reversed(self._processes):
             process.kill(STOP_GRACE_SECONDS)
         teardown.unregister(self)
         if not self._keep_dir:
@@ -265,7 +266,6 @@ class ControlPlane:
         layout.logs.mkdir()
         layout.tool_home.mkdir()
         layout.audit_policy.write_text(flags.AUDIT_POLICY)
-        layout.kwok_config.write_text(flags.KWOK_CONFIG)
         pki = write_pki(layout.pki, IDENTITIES, flags.SERVICE_IP)
         for name, pair in pki.clients.items():
             user = kubeconfigs.certificate_user(pair.cert, pair.key)

@@ -2,6 +2,7 @@
 
 from pathlib import Path
 
+from devcluster.components import KWOK_STAGES
 from devcluster.layout import HOST, Layout, Ports
 from devcluster.pki import Pki
 
@@ -20,14 +21,6 @@ kind: Policy
 omitStages: ["RequestReceived"]
 rules:
   - level: Metadata
-"""
-
-# An explicit, empty configuration: kwok then uses its built-in default
-# stages (nodes become Ready, pods Running and Ready) and never reads ~/.kwok.
-KWOK_CONFIG = """\
-apiVersion: config.kwok.x-k8s.io/v1alpha1
-kind: KwokConfiguration
-options: {}
 """
 
 
@@ -114,7 +107,9 @@ def kwok(bin_dir: Path, layout: Layout, ports: Ports) -> list[str]:
     return [
         str(bin_dir / "kwok"),
         f"--kubeconfig={layout.kubeconfig('kwok')}",
-        f"--config={layout.kwok_config}",
+        # kwok's default "fast" stages (build.sh extracts them from the pinned kwok);
+        # an explicit --config also keeps kwok from reading ~/.kwok.
+        f"--config={bin_dir / KWOK_STAGES}",
         "--manage-all-nodes=false",
         f"--manage-nodes-with-annotation-selector={FAKE_NODE_ANNOTATION}={FAKE_NODE_VALUE}",
         f"--cidr={POD_CIDR}",

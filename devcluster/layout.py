@@ -63,10 +63,6 @@ class Layout:
         return self.logs / "audit.log"
 
     @property
-    def kwok_config(self) -> Path:
-        return self.root / "kwok.yaml"
-
-    @property
     def tool_home(self) -> Path:
         """HOME-like state of kubectl and helm (caches), kept out of the user's home."""
         return self.root / "home"

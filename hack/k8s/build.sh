@@ -5,16 +5,21 @@
 # Prints the bin directory on its last line. A second run builds nothing.
 # TRUSSIUM_K8S_BIN_DIR=/path/with/binaries skips the build entirely (e.g. envtest's
 # assets plus kwok/helm/kube-controller-manager/kube-scheduler from elsewhere).
+# Besides the binaries, the bin directory holds kwok-stages.yaml: the standalone
+# kwok binary has no built-in stages, so its default "fast" set (nodes Ready,
+# pods Running and Ready) is taken from the pinned kwok module at build time.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=versions.env
 source "$here/versions.env"
 components=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok helm)
+stages=kwok-stages.yaml
 
 if [[ -n "${TRUSSIUM_K8S_BIN_DIR:-}" ]]; then
   for c in "${components[@]}"; do
     [[ -x "$TRUSSIUM_K8S_BIN_DIR/$c" ]] || { echo "TRUSSIUM_K8S_BIN_DIR=$TRUSSIUM_K8S_BIN_DIR lacks $c" >&2; exit 1; }
   done
+  [[ -f "$TRUSSIUM_K8S_BIN_DIR/$stages" ]] || { echo "TRUSSIUM_K8S_BIN_DIR=$TRUSSIUM_K8S_BIN_DIR lacks $stages (kwok Stage objects)" >&2; exit 1; }
   echo "$TRUSSIUM_K8S_BIN_DIR"; exit 0
 fi
 
@@ -22,7 +27,7 @@ fi
 key="$(grep -v '^#' "$here/versions.env" | sha256sum | cut -c1-16)"
 cache="${TRUSSIUM_K8S_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/trussium-operator/k8s}"
 bin="$cache/$key/bin"
-all_built() { for c in "${components[@]}"; do [[ -x "$bin/$c" ]] || return 1; done; }
+all_built() { for c in "${components[@]}"; do [[ -x "$bin/$c" ]] || return 1; done; [[ -f "$bin/$stages" ]]; }
 if all_built; then echo "$bin"; exit 0; fi
 
 # One build at a time: a concurrent caller waits for it, then finds everything built.
@@ -114,6 +119,17 @@ if want helm; then
   done
   GOBIN="$work/gobin" go install -ldflags "$ld" "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
   mv "$work/gobin/helm" "$bin/helm"
+fi
+if [[ ! -f "$bin/$stages" ]]; then
+  step "extracting kwok $KWOK_VERSION default stages"
+  mkdir -p "$work/stages" && cd "$work/stages"
+  kwokdir="$(go mod download -json "sigs.k8s.io/kwok@$KWOK_VERSION" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')"
+  # kwok's "fast" default: kustomize/stage/fast lists exactly these three.
+  for f in "$kwokdir"/kustomize/stage/{node/fast,node/heartbeat-with-lease,pod/fast}/*.yaml; do
+    [[ "$(basename "$f")" == kustomization.yaml ]] && continue
+    echo "---"; cat "$f"
+  done > "$bin/$stages.tmp"
+  mv "$bin/$stages.tmp" "$bin/$stages"
 fi
 step "components ready in $bin"
 echo "$bin"
