@@ -41,7 +41,8 @@ from webhook.offline import validate_paths
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "tests" / "samples"
 CRD_DIR = REPO / "charts" / "trussium-operator" / "crds"
-OPERATOR = "system:serviceaccount:trussium-system:trussium-operator"
+OPERATOR_ACCOUNT = "trussium-system:trussium-operator"
+OPERATOR = f"system:serviceaccount:{OPERATOR_ACCOUNT}"
 SELECTOR_LABEL = "trussium.test/webhook"
 READY_TIMEOUT = 60.0
 
@@ -304,18 +305,17 @@ def test_cluster_and_offline_validator_agree(
 
 
 def test_missing_secret_warning_reaches_kubectl(kubectl: Kubectl, reviewed_namespace: str) -> None:
-    applied = kubectl(
-        "apply", "-n", reviewed_namespace, "-f", str(SAMPLES / "valid" / "production.yaml")
-    )
+    production = (SAMPLES / "valid" / "production.yaml").read_text()
+    applied = kubectl("apply", "-n", reviewed_namespace, "-f", "-", input=production)
     assert "Warning: Secret 'openai-credentials' does not exist in this namespace yet" in (
         applied.stderr
     )
+    assert "Warning: Secret 'ghcr-pull' does not exist" in applied.stderr
     kubectl(
         "create", "secret", "generic", "ghcr-pull", "-n", reviewed_namespace, "--from-literal=a=b"
     )
-    again = kubectl(
-        "apply", "-n", reviewed_namespace, "-f", str(SAMPLES / "valid" / "production.yaml")
-    )
+    another = production.replace("name: production", "name: production-2")
+    again = kubectl("apply", "-n", reviewed_namespace, "-f", "-", input=another)
     assert "'ghcr-pull'" not in again.stderr
     assert "'openai-credentials'" in again.stderr
 
@@ -401,6 +401,10 @@ def test_managed_deployment_guard(kubectl: Kubectl, reviewed_namespace: str) -> 
     kubectl("rollout", "pause", "deployment/chat", "-n", namespace)
     kubectl("scale", "deployment/chat", "--replicas=3", "-n", namespace)
     kubectl("annotate", "deployment/chat", "team=assistants", "-n", namespace)
+    editor = ("-n", namespace, "--verb=get,patch", "--resource=deployments.apps")
+    kubectl("create", "role", "deployment-editor", *editor)
+    operator = ("-n", namespace, "--role=deployment-editor", f"--serviceaccount={OPERATOR_ACCOUNT}")
+    kubectl("create", "rolebinding", "operator", *operator)
     kubectl(*edit, f"--as={OPERATOR}")
     containers = kubectl(
         "get",
