@@ -97,7 +97,7 @@ class Demo:
     def event_reasons(self) -> list[str]:
         out = self.kubectl(
             "get", "events.events.k8s.io", "-n", NAMESPACE, "-o", "json",
-            f"--field-selector=regarding.name={RUNTIME}",
+            f"--field-selector=regarding.kind=TrussiumRuntime,regarding.name={RUNTIME}",
         )  # fmt: skip
         items = sorted(json.loads(out.stdout)["items"], key=lambda e: e["metadata"]["name"])
         items.sort(key=lambda e: e.get("eventTime") or "")
@@ -151,7 +151,7 @@ class Demo:
             raise DemoStepError("the invalid runtime was accepted")
         missing = [
             field
-            for field in ("spec.image", "spec.provider.baseURL", "spec.podMetadata.labels")
+            for field in ("spec.provider.baseURL", "spec.podMetadata.labels", "spec.autoscaling")
             if field not in result.stderr
         ]
         if missing:
