@@ -116,8 +116,8 @@ def _check(model: Any, *rules: CelRule) -> None:
             raise ValueError(rule.message)
 
 
-def _int32(low: int, high: int) -> Any:
-    return Field(strict=True, ge=low, le=high, json_schema_extra=INT32)
+def _bounds(low: int, high: int) -> Any:
+    return Field(ge=low, le=high)
 
 
 ObjectName = Annotated[
@@ -129,7 +129,7 @@ ObjectName = Annotated[
         description="Name of a Secret in the runtime's namespace (a DNS subdomain).",
     ),
 ]
-TimeoutSeconds = Annotated[int, _int32(1, 3600)]
+TimeoutSeconds = Annotated[int, _bounds(1, 3600), INT32]
 
 
 class ImageSpec(K8sModel):
@@ -235,7 +235,7 @@ class ServiceSpec(K8sModel):
     type: Literal["ClusterIP", "NodePort", "LoadBalancer"] = Field(
         "ClusterIP", description="The Service type."
     )
-    port: Annotated[int, _int32(1, 65535)] = Field(
+    port: Annotated[int, _bounds(1, 65535), INT32] = Field(
         9000, description="The Service port (the container always listens on 9000)."
     )
 
@@ -279,13 +279,13 @@ class AutoscalingSpec(K8sModel):
         description="Whether the operator manages a HorizontalPodAutoscaler; needs "
         "resources.requests.cpu.",
     )
-    min_replicas: Annotated[int, _int32(1, 1000)] = Field(
+    min_replicas: Annotated[int, _bounds(1, 1000), INT32] = Field(
         1, description="Lower bound of the replica count."
     )
-    max_replicas: Annotated[int, _int32(1, 1000)] = Field(
+    max_replicas: Annotated[int, _bounds(1, 1000), INT32] = Field(
         10, description="Upper bound of the replica count; at least minReplicas."
     )
-    target_cpu_utilization_percentage: Annotated[int, _int32(1, 100)] = Field(
+    target_cpu_utilization_percentage: Annotated[int, _bounds(1, 100), INT32] = Field(
         80,
         alias="targetCPUUtilizationPercentage",
         description="Target average CPU utilization, in percent of the CPU request.",
@@ -325,7 +325,7 @@ class TrussiumRuntimeSpec(K8sModel):
     """The desired state of a Trussium runtime."""
 
     image: ImageSpec = Field(description="The runtime container image.")
-    replicas: Annotated[int, _int32(0, 1000)] = Field(
+    replicas: Annotated[int, _bounds(0, 1000), INT32] = Field(
         1, description="Number of runtime Pods; ignored while autoscaling is enabled."
     )
     image_pull_secrets: list[LocalObjectReference] | None = Field(
@@ -379,10 +379,8 @@ class Condition(K8sModel):
     status: Literal["True", "False", "Unknown"] = Field(description="True, False or Unknown.")
     reason: str = Field(description="A CamelCase reason for the last transition.")
     message: str = Field("", description="A human-readable explanation.")
-    observed_generation: int | None = Field(
-        None,
-        description="The metadata.generation the condition was computed from.",
-        json_schema_extra=INT64,
+    observed_generation: Annotated[int, INT64] | None = Field(
+        None, description="The metadata.generation the condition was computed from."
     )
     last_transition_time: str = Field(
         description="When status last changed.", json_schema_extra=DATE_TIME
@@ -392,16 +390,14 @@ class Condition(K8sModel):
 class TrussiumRuntimeStatus(K8sModel):
     """The observed state of a Trussium runtime, written by the operator."""
 
-    observed_generation: int | None = Field(
-        None,
-        description="The metadata.generation this status describes.",
-        json_schema_extra=INT64,
+    observed_generation: Annotated[int, INT64] | None = Field(
+        None, description="The metadata.generation this status describes."
     )
-    ready_replicas: int = Field(
-        0, description="Ready Pods of the managed Deployment.", json_schema_extra=INT32
+    ready_replicas: Annotated[int, INT32] = Field(
+        0, description="Ready Pods of the managed Deployment."
     )
-    available_replicas: int = Field(
-        0, description="Available Pods of the managed Deployment.", json_schema_extra=INT32
+    available_replicas: Annotated[int, INT32] = Field(
+        0, description="Available Pods of the managed Deployment."
     )
     desired_image: str = Field("", description="The image rendered from spec.image.")
     current_image: str = Field(

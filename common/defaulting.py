@@ -1,10 +1,11 @@
 """Defaulting of TrussiumRuntime objects, with the minimal JSONPatch producing it.
 
 The defaults are read from the generated CRD schema (itself generated from
-`common.api`) and applied with the API server's own algorithm: a property
-with a default that is absent or null gets the default; then every present
-value is walked, so defaults nested in `service`, `autoscaling` and
-`networkPolicy` apply exactly when their parent is present. The webhook, the
+`common.api`) and applied with the API server's own algorithm: a null field
+or map value is pruned, or gets the field's default if it has one; an absent
+field with a default gets it; then every present value is walked, so
+defaults nested in `service`, `autoscaling` and `networkPolicy` apply
+exactly when their parent is present. The webhook, the
 controller and the offline tools therefore default exactly as the API server
 does. Malformed input (a non-object spec, a string where an object belongs)
 is left alone for validation to report.
@@ -34,11 +35,16 @@ def json_pointer(path: list[str | int]) -> str:
 def _default(
     value: Any, schema: Mapping[str, Any], path: list[str | int], patch: list[dict[str, Any]]
 ) -> Any:
-    """`value` with defaults applied; appends one op per defaulted field to `patch`."""
+    """`value` with nulls pruned and defaults applied; appends one op per change to `patch`."""
     if isinstance(value, dict):
         properties = schema.get("properties", {})
         extra = schema.get("additionalProperties")
         out = dict(value)
+        for key in [k for k, v in value.items() if v is None]:
+            sub = properties.get(key, extra)
+            if isinstance(sub, Mapping) and "default" not in sub:
+                patch.append({"op": "remove", "path": json_pointer([*path, key])})
+                del out[key]
         for key, sub in properties.items():
             if "default" in sub and out.get(key) is None:
                 filled = _default(copy.deepcopy(sub["default"]), sub, [], [])
@@ -48,7 +54,7 @@ def _default(
             elif key in out:
                 out[key] = _default(out[key], sub, [*path, key], patch)
         if isinstance(extra, Mapping):
-            for key in out.keys() - properties.keys():
+            for key in [k for k in out if k not in properties]:
                 out[key] = _default(out[key], extra, [*path, key], patch)
         return out
     if isinstance(value, list) and "items" in schema:

@@ -5,19 +5,62 @@ deeper rules (operator/value combinations, label syntax, quantities) live in
 `common.k8s_validation`, so that the schema stays structural like a CRD's.
 """
 
-from typing import Annotated
+from dataclasses import dataclass
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
-from pydantic.config import JsonDict
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    GetCoreSchemaHandler,
+    GetJsonSchemaHandler,
+)
 from pydantic.alias_generators import to_camel
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import core_schema
 
 from common.quantity import QUANTITY_PATTERN
 
-INT32: JsonDict = {"format": "int32"}
-INT64: JsonDict = {"format": "int64"}
+
+def _integral(value: Any) -> Any:
+    """A JSON number such as 2.0 is an integer to the API server, so it is one here too."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+@dataclass(frozen=True)
+class IntFormat:
+    """`format: int32`/`int64` as the API server enforces it: range checked, 2.0 accepted.
+
+    Put it after any `Field(ge=..., le=...)` in `Annotated`, so the bounds stay
+    plain JSON-schema minimum/maximum.
+    """
+
+    bits: int
+
+    def _fits(self, value: int) -> int:
+        low, high = -(2 ** (self.bits - 1)), 2 ** (self.bits - 1) - 1
+        if not low <= value <= high:
+            raise ValueError(f"must fit in a {self.bits}-bit integer ({low}..{high})")
+        return value
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        checked = core_schema.no_info_after_validator_function(self._fits, handler(source))
+        return core_schema.no_info_before_validator_function(_integral, checked)
+
+    def __get_pydantic_json_schema__(
+        self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        return {**handler(schema), "format": f"int{self.bits}"}
+
+
+INT32 = IntFormat(32)
+INT64 = IntFormat(64)
 
 Quantity = Annotated[
-    int | Annotated[str, Field(pattern=QUANTITY_PATTERN)],
+    Annotated[int, BeforeValidator(_integral)] | Annotated[str, Field(pattern=QUANTITY_PATTERN)],
     Field(description="A resource quantity, e.g. 500m or 2Gi."),
 ]
 
@@ -84,10 +127,8 @@ class Toleration(K8sModel):
         None,
         description="NoSchedule, PreferNoSchedule or NoExecute; empty matches all effects.",
     )
-    toleration_seconds: int | None = Field(
-        None,
-        description="How long a NoExecute taint is tolerated; only with effect NoExecute.",
-        json_schema_extra=INT64,
+    toleration_seconds: Annotated[int, INT64] | None = Field(
+        None, description="How long a NoExecute taint is tolerated; only with effect NoExecute."
     )
 
 
@@ -125,7 +166,7 @@ class NodeSelector(K8sModel):
 class PreferredSchedulingTerm(K8sModel):
     """A weighted node preference."""
 
-    weight: int = Field(description="Weight in the range 1-100.", json_schema_extra=INT32)
+    weight: Annotated[int, INT32] = Field(description="Weight in the range 1-100.")
     preference: NodeSelectorTerm = Field(description="The preferred node selector term.")
 
 
@@ -162,7 +203,7 @@ class PodAffinityTerm(K8sModel):
 class WeightedPodAffinityTerm(K8sModel):
     """A weighted Pod (anti-)affinity preference."""
 
-    weight: int = Field(description="Weight in the range 1-100.", json_schema_extra=INT32)
+    weight: Annotated[int, INT32] = Field(description="Weight in the range 1-100.")
     pod_affinity_term: PodAffinityTerm = Field(description="The Pod affinity term.")
 
 

@@ -15,15 +15,18 @@ def _apply_patch(document: Any, patch: list[dict[str, Any]]) -> Any:
     """An RFC 6902 applier for the add/replace ops defaulting emits (independent of the code)."""
     document = copy.deepcopy(document)
     for op in patch:
-        assert op["op"] in ("add", "replace")
         *parents, last = [
             p.replace("~1", "/").replace("~0", "~") for p in op["path"].split("/")[1:]
         ]
         target = document
         for part in parents:
             target = target[int(part)] if isinstance(target, list) else target[part]
-        assert (last in target) == (op["op"] == "replace"), op
-        target[last] = copy.deepcopy(op["value"])
+        assert (last in target) == (op["op"] != "add"), op
+        if op["op"] == "remove":
+            del target[last]
+        else:
+            assert op["op"] in ("add", "replace")
+            target[last] = copy.deepcopy(op["value"])
     return document
 
 
@@ -89,6 +92,18 @@ def test_null_is_replaced_like_the_api_server_does() -> None:
     assert _apply_patch(obj, result.patch) == result.object
 
 
+def test_null_without_a_default_is_pruned_like_the_api_server_does() -> None:
+    obj = copy.deepcopy(MINIMAL)
+    obj["spec"]["image"]["digest"] = None
+    obj["spec"]["podMetadata"] = {"labels": {"a": None, "b": "x"}}
+    result = apply_defaults(obj)
+    assert {"op": "remove", "path": "/spec/image/digest"} in result.patch
+    assert {"op": "remove", "path": "/spec/podMetadata/labels/a"} in result.patch
+    assert result.object["spec"]["podMetadata"] == {"labels": {"b": "x"}}
+    assert "digest" not in result.object["spec"]["image"]
+    assert _apply_patch(obj, result.patch) == result.object
+
+
 def test_explicit_values_are_kept() -> None:
     obj = copy.deepcopy(MINIMAL)
     obj["spec"]["replicas"] = 0
@@ -98,7 +113,7 @@ def test_explicit_values_are_kept() -> None:
 
 
 @pytest.mark.parametrize(
-    "spec", ["not an object", 7, None, [], {"image": "x", "service": 5, "autoscaling": []}]
+    "spec", ["not an object", 7, [], {"image": "x", "service": 5, "autoscaling": []}]
 )
 def test_malformed_input_is_left_for_validation(spec: object) -> None:
     obj = {"metadata": {"name": "x"}, "spec": spec}
