@@ -58,7 +58,7 @@ def test_progress_deadline_exceeded_degrades_the_runtime(
     name = "rt"
     with running_controller(plane, tmp_path / "controller.log", *scoped(namespace)):
         apply(plane, runtime_manifest(name, namespace))
-        wait_condition(plane, name, namespace, "Progressing", "True", "DeploymentProgressing")
+        wait_condition(plane, name, namespace, "Progressing", "True", "DeploymentGenerationPending")
         generation = must_get(plane, "deployment", name, namespace)["metadata"]["generation"]
         message = 'ReplicaSet "rt-1" has timed out progressing.'
         patch_deployment_status(
