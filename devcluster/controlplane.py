@@ -21,7 +21,7 @@ from devcluster import flags, teardown
 from devcluster import kubeconfig as kubeconfigs
 from devcluster.components import Components
 from devcluster.layout import HOST, Layout, Ports
-from devcluster.pki import Identity, write_pki
+from devcluster.pki import Identity, Pki, write_pki
 from devcluster.process import Process, tail
 from devcluster.rest import Rest
 
@@ -108,6 +108,7 @@ class ControlPlane:
         self._layout: Layout | None = None
         self._ports: Ports | None = None
         self._rest: Rest | None = None
+        self._pki: Pki | None = None
         self._processes: list[Process] = []
         self._stopped = False
 
@@ -132,7 +133,9 @@ class ControlPlane:
 
     @property
     def ca_file(self) -> Path:
-        return self._started_layout().pki / "ca.crt"
+        if self._pki is None:
+            raise RuntimeError("control plane not started")
+        return self._pki.ca.cert
 
     @property
     def server(self) -> str:
@@ -142,7 +145,7 @@ class ControlPlane:
 
     @property
     def bin_dir(self) -> Path:
-        return self._started_components().bin_dir
+        return self._located_components().bin_dir
 
     @property
     def pids(self) -> dict[str, int]:
@@ -194,8 +197,6 @@ class ControlPlane:
 
     def tail_logs(self, lines: int = 40) -> str:
         """The last lines of each component's log, one section per component."""
-        if self._layout is None:
-            return ""
         return "\n".join(
             f"==> {p.log} <==\n{tail(p.log, lines)}\n" for p in self._processes if p.log.exists()
         )
@@ -209,7 +210,7 @@ class ControlPlane:
     def start(self) -> Self:
         if self._layout is not None:
             raise RuntimeError("control plane already started")
-        components = self._started_components()
+        components = self._located_components()
         self._layout = Layout(Path(tempfile.mkdtemp(prefix=f"devcluster-{self.profile}-")))
         self._ports = Ports.allocate()
         teardown.register(self)
@@ -252,7 +253,7 @@ class ControlPlane:
             raise RuntimeError("control plane not started")
         return self._layout
 
-    def _started_components(self) -> Components:
+    def _located_components(self) -> Components:
         if self._components is None:
             self._components = components_module.locate()
         return self._components
@@ -266,7 +267,7 @@ class ControlPlane:
         layout.logs.mkdir()
         layout.tool_home.mkdir()
         layout.audit_policy.write_text(flags.AUDIT_POLICY)
-        pki = write_pki(layout.pki, IDENTITIES, flags.SERVICE_IP)
+        pki = self._pki = write_pki(layout.pki, IDENTITIES, flags.SERVICE_IP)
         for name, pair in pki.clients.items():
             user = kubeconfigs.certificate_user(pair.cert, pair.key)
             kubeconfigs.write(
