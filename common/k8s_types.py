@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -38,7 +39,7 @@ class IntFormat:
 
     bits: int
 
-    def _fits(self, value: int) -> int:
+    def check(self, value: int) -> int:
         low, high = -(2 ** (self.bits - 1)), 2 ** (self.bits - 1) - 1
         if not low <= value <= high:
             raise ValueError(f"must fit in a {self.bits}-bit integer ({low}..{high})")
@@ -47,7 +48,7 @@ class IntFormat:
     def __get_pydantic_core_schema__(
         self, source: Any, handler: GetCoreSchemaHandler
     ) -> core_schema.CoreSchema:
-        checked = core_schema.no_info_after_validator_function(self._fits, handler(source))
+        checked = core_schema.no_info_after_validator_function(self.check, handler(source))
         return core_schema.no_info_before_validator_function(_integral, checked)
 
     def __get_pydantic_json_schema__(
@@ -60,7 +61,9 @@ INT32 = IntFormat(32)
 INT64 = IntFormat(64)
 
 Quantity = Annotated[
-    Annotated[int, BeforeValidator(_integral)] | Annotated[str, Field(pattern=QUANTITY_PATTERN)],
+    # An integer quantity must fit in an int64, the API server's JSON integer.
+    Annotated[int, BeforeValidator(_integral), AfterValidator(INT64.check)]
+    | Annotated[str, Field(pattern=QUANTITY_PATTERN)],
     Field(description="A resource quantity, e.g. 500m or 2Gi."),
 ]
 

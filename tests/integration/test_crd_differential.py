@@ -196,6 +196,37 @@ CANDIDATES: list[tuple[tuple[str, ...], list[Any]]] = [
             },
         ],
     ),
+    (("scheduling", "affinity", "nodeAffinity", "unknown"), [1]),
+    (
+        ("scheduling", "affinity", "podAntiAffinity"),
+        [
+            {
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {"weight": 1.0, "podAffinityTerm": {"topologyKey": "z"}}
+                ]
+            },
+            {
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {"weight": 1.5, "podAffinityTerm": {"topologyKey": "z"}}
+                ]
+            },
+            {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {"topologyKey": "z", "labelSelector": {"matchLabels": {"a": 1}}}
+                ]
+            },
+            {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "topologyKey": "z",
+                        "labelSelector": {"matchExpressions": [{"operator": "In"}]},
+                    }
+                ]
+            },
+        ],
+    ),
+    (("resources", "requests", "memory"), [2.0, 2**63, -(2**63) - 1, "1e999", None]),
+    (("imagePullSecrets",), [[None], [{"name": None}]]),
     (("podSpec",), [{}, None]),
     (
         ("image",),
