@@ -9,6 +9,7 @@ the control plane never depend on this webhook process.
 
 import asyncio
 import base64
+import contextlib
 import hashlib
 import http.client
 import json
@@ -94,7 +95,8 @@ def _configurations(name: str, port: int, ca_bundle: str, selector_value: str) -
     def hook(hook_name: str, path: str, rule: dict[str, Any], policy: str) -> dict[str, Any]:
         return {
             "name": hook_name,
-            "clientConfig": {"url": f"https://127.0.0.1:{port}{path}", "caBundle": ca_bundle},
+            "clientConfig": {"url": f"https://127.0.0.1:{port}{path}"}
+            | ({"caBundle": ca_bundle} if ca_bundle else {}),
             "rules": [rule | {"scope": "Namespaced"}],
             "namespaceSelector": {"matchLabels": {SELECTOR_LABEL: selector_value}},
             "failurePolicy": policy,
@@ -154,18 +156,10 @@ def _configurations(name: str, port: int, ca_bundle: str, selector_value: str) -
     ]
 
 
-@pytest.fixture(scope="module")
-def webhook(
-    api_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[RunningWebhook]:
-    work = tmp_path_factory.mktemp("webhook")
-    cert_dir, ca_dir, log = work / "serving", work / "ca", work / "webhook.log"
-    assert _generate(cert_dir, ca_dir) == 0
-    api_plane.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(CRD_DIR))
-    api_plane.kubectl(
-        "wait", "--for=condition=Established", "--timeout=60s", f"crd/{PLURAL}.{GROUP}"
-    )
-    port, health_port = _free_port(), _free_port()
+@contextlib.contextmanager
+def _serving(plane: ControlPlane, log: Path, port: int, *flags: str) -> Iterator[None]:
+    """`trussium-webhook serve` on `port` until the block ends; entered once /readyz is ok."""
+    health_port = _free_port()
     with log.open("wb") as log_file:
         process = subprocess.Popen(
             [
@@ -173,41 +167,69 @@ def webhook(
                 "-m",
                 "webhook.cli",
                 "serve",
-                "--cert-mode=files",
-                f"--cert-dir={cert_dir}",
                 f"--bind-address=127.0.0.1:{port}",
                 f"--health-bind-address=127.0.0.1:{health_port}",
                 f"--operator-username={OPERATOR}",
                 "--shutdown-delay=0",
-                f"--kubeconfig={api_plane.kubeconfig}",
+                f"--kubeconfig={plane.kubeconfig}",
+                *flags,
             ],
             cwd=REPO,
             stdout=log_file,
             stderr=subprocess.STDOUT,
         )
-    name = f"trussium-webhook-test-{secrets.token_hex(3)}"
-    selector_value = secrets.token_hex(4)
     try:
         _wait_ready(f"http://127.0.0.1:{health_port}/readyz", process, log)
-        ca_bundle = base64.b64encode((cert_dir / "ca.crt").read_bytes()).decode()
-        configurations = _configurations(name, port, ca_bundle, selector_value)
-        api_plane.kubectl(
-            "apply",
-            "-f",
-            "-",
-            input=json.dumps({"kind": "List", "apiVersion": "v1", "items": configurations}),
-        )
-        yield RunningWebhook(port, cert_dir, ca_dir, selector_value, log)
+        yield
     finally:
-        api_plane.kubectl(
+        process.send_signal(signal.SIGTERM)
+        code = process.wait(timeout=30)
+    assert code == 0, f"webhook did not stop cleanly ({code}):\n{log.read_text()}"
+
+
+@contextlib.contextmanager
+def _registered(
+    plane: ControlPlane, port: int, ca_bundle: str, selector_value: str
+) -> Iterator[str]:
+    """Both webhook configurations (one name) while the block runs; yields the name."""
+    name = f"trussium-webhook-test-{secrets.token_hex(3)}"
+    configurations = _configurations(name, port, ca_bundle, selector_value)
+    items = json.dumps({"kind": "List", "apiVersion": "v1", "items": configurations})
+    plane.kubectl("apply", "-f", "-", input=items)
+    try:
+        yield name
+    finally:
+        plane.kubectl(
             "delete",
             "mutatingwebhookconfiguration,validatingwebhookconfiguration",
             name,
             "--ignore-not-found",
         )
-        process.send_signal(signal.SIGTERM)
-        code = process.wait(timeout=30)
-    assert code == 0, f"webhook did not stop cleanly ({code}):\n{log.read_text()}"
+
+
+@pytest.fixture(scope="module")
+def crd(api_plane: ControlPlane) -> None:
+    api_plane.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(CRD_DIR))
+    api_plane.kubectl(
+        "wait", "--for=condition=Established", "--timeout=60s", f"crd/{PLURAL}.{GROUP}"
+    )
+
+
+@pytest.fixture(scope="module")
+def webhook(
+    api_plane: ControlPlane, crd: None, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[RunningWebhook]:
+    """The webhook in files mode, registered for namespaces labelled with its selector."""
+    work = tmp_path_factory.mktemp("webhook")
+    cert_dir, ca_dir, log = work / "serving", work / "ca", work / "webhook.log"
+    assert _generate(cert_dir, ca_dir) == 0
+    ca_bundle = base64.b64encode((cert_dir / "ca.crt").read_bytes()).decode()
+    port, selector_value = _free_port(), secrets.token_hex(4)
+    with (
+        _serving(api_plane, log, port, "--cert-mode=files", f"--cert-dir={cert_dir}"),
+        _registered(api_plane, port, ca_bundle, selector_value),
+    ):
+        yield RunningWebhook(port, cert_dir, ca_dir, selector_value, log)
 
 
 def _select(kubectl: Kubectl, namespace: str, webhook: RunningWebhook) -> None:
@@ -500,3 +522,44 @@ def test_plain_http_is_refused(webhook: RunningWebhook) -> None:
 
     with pytest.raises((http.client.HTTPException, ConnectionError)):
         plain_post()
+
+
+def test_self_managed_mode_keeps_a_secret_and_injects_the_ca_bundle(
+    plane: ControlPlane, crd: None, kubectl: Kubectl, namespace: str, tmp_path: Path
+) -> None:
+    port, selector_value = _free_port(), secrets.token_hex(4)
+    with (
+        _registered(plane, port, "", selector_value) as name,
+        _serving(
+            plane,
+            tmp_path / "webhook.log",
+            port,
+            "--cert-mode=self-managed",
+            f"--namespace={namespace}",
+            "--secret-name=webhook-tls",
+            "--ip-address=127.0.0.1",
+            f"--webhook-config-name={name}",
+        ),
+    ):
+        secret = json.loads(
+            kubectl("get", "secret", "webhook-tls", "-n", namespace, "-o", "json").stdout
+        )
+        assert secret["type"] == "kubernetes.io/tls"
+        for kind in ("mutatingwebhookconfiguration", "validatingwebhookconfiguration"):
+            jsonpath = "jsonpath={.webhooks[*].clientConfig.caBundle}"
+            bundles = kubectl("get", kind, name, "-o", jsonpath).stdout.split()
+            assert bundles
+            assert set(bundles) == {secret["data"]["ca.crt"]}
+        kubectl("label", "namespace", namespace, f"{SELECTOR_LABEL}={selector_value}")
+        invalid = str(SAMPLES / "invalid" / "operator-owned-metadata.yaml")
+        _eventually(
+            lambda: (
+                "spec.podMetadata.labels[app.kubernetes.io/managed-by]"
+                in kubectl(
+                    "apply", "--dry-run=server", "-n", namespace, "-f", invalid, check=False
+                ).stderr
+            ),
+            "the self-managed webhook to review requests",
+        )
+        valid = str(SAMPLES / "valid" / "minimal.yaml")
+        kubectl("apply", "--dry-run=server", "-n", namespace, "-f", valid)
