@@ -159,8 +159,10 @@ def test_provision_configure_upgrade_idle_and_delete(
             ({"repository": IMAGE, "digest": digest}, f"{IMAGE}@{digest}"),
         ):
             apply(plane, runtime_manifest(name, namespace, image=image, **base))
-            runtime = wait_ready(plane, name, namespace, wanted)
-            wait_condition(plane, name, namespace, "Upgrading", "False", "UpgradeComplete")
+            wait_ready(plane, name, namespace, wanted)
+            runtime = wait_condition(
+                plane, name, namespace, "Upgrading", "False", "UpgradeComplete"
+            )
             assert runtime["status"]["lastSuccessfulImage"] == wanted
         upgrade_reasons = [r for r in reasons(plane, namespace, name) if r in UPGRADE_EVENTS]
         assert upgrade_reasons == ["RuntimeUpgradeStarted", "RuntimeUpgradeCompleted"] * 2
@@ -372,6 +374,8 @@ def test_drift_is_undone_but_a_rollout_restart_is_kept(
 
         def clean() -> bool:
             pod = must_get(plane, "deployment", name, namespace)["spec"]["template"]["spec"]
+            if len(pod["containers"]) != 1:
+                return False
             (container,) = pod["containers"]
             return (
                 container["name"] == "trussium"
