@@ -1,1 +1,1 @@
-"""webhook"""
+"""The admission webhook: HTTPS admission server, offline validator and CLI."""

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
+from aiohttp.typedefs import Middleware
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import ValidationError
 
@@ -37,9 +38,11 @@ from webhook.metrics import WebhookMetrics
 DEFAULT_MAX_REQUEST_BYTES = 3 * 1024 * 1024
 # Well inside the API server's 5 s budget: a slow lookup only costs a warning.
 SECRET_LOOKUP_TIMEOUT_SECONDS = 1.0
+INTERNAL_ERROR = "internal error in the trussium webhook; see its logs"
 
 SecretNames = Callable[[str], Awaitable[frozenset[str]]]
 Answer = dict[str, Any]
+Decide = Callable[[AdmissionRequest], Awaitable[Answer]]
 
 log = logging.getLogger(__name__)
 
@@ -142,9 +145,6 @@ def _runtime_problem(request: AdmissionRequest) -> Answer | None:
     return None
 
 
-Decide = Callable[[AdmissionRequest], Awaitable[Answer]]
-
-
 def create_admission_app(settings: AdmissionSettings, metrics: WebhookMetrics) -> web.Application:
     """The HTTPS application: one POST route per hook."""
     hooks = Hooks(settings)
@@ -178,17 +178,15 @@ def _handler(
         try:
             answer = await decide(request)
         except Exception:
+            # An HTTP error (not a denial) lets the API server apply the hook's
+            # failurePolicy: Fail for runtimes, Ignore for the guard.
+            metrics.requests.labels(hook, "error").inc()
             log.exception("admission decision failed", extra={"fields": _fields(hook, request)})
-            answer = admission.denied(
-                request.uid,
-                "internal error in the trussium webhook; see its logs",
-                code=500,
-                reason="InternalError",
-            )
+            return _error_response(500, INTERNAL_ERROR)
         response = admission.response_of(answer)
-        verdict = "allowed" if response.get("allowed") else "denied"
         status = response.get("status") or {}
-        if status.get("code") in (400, 500):
+        verdict = "allowed" if response.get("allowed") else "denied"
+        if status.get("code") == 400:
             verdict = "error"
         duration = time.perf_counter() - started
         metrics.requests.labels(hook, verdict).inc()
@@ -224,7 +222,7 @@ def _fields(hook: str, request: AdmissionRequest) -> dict[str, Any]:
     }
 
 
-def _json_errors(settings: AdmissionSettings) -> Any:
+def _json_errors(settings: AdmissionSettings) -> Middleware:
     """Every HTTP-level failure answered as a short JSON error, never a traceback."""
 
     @web.middleware
@@ -244,7 +242,7 @@ def _json_errors(settings: AdmissionSettings) -> Any:
             return _error_response(error.status, error.reason)
         except Exception:
             log.exception("unexpected error serving %s", request.path)
-            return _error_response(500, "internal error in the trussium webhook; see its logs")
+            return _error_response(500, INTERNAL_ERROR)
 
     return middleware
 

@@ -74,3 +74,16 @@ async def test_unknown_path_and_method_are_json_errors(client: Client) -> None:
     wrong_method = await client.get(HOOKS[0])
     assert wrong_method.status == 405
     assert (await wrong_method.json())["code"] == 405
+
+
+async def test_a_failing_decision_is_a_plain_500_so_the_failure_policy_applies(
+    client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("secret detail that must not leak")
+
+    monkeypatch.setattr("webhook.app.validate_runtime", broken)
+    answer = await client.post("/validate-trussiumruntime", json=review(runtime()))
+    assert answer.status == 500
+    error = await answer.json()
+    assert error == {"code": 500, "error": "internal error in the trussium webhook; see its logs"}
