@@ -98,6 +98,17 @@ def _http_ok(url: str) -> bool:
         return False
 
 
+def ca_injected(plane: ControlPlane, name: str) -> bool:
+    """Every hook of both configurations carries a caBundle."""
+    bundles = [
+        plane.kubectl(
+            "get", kind, name, "-o", "jsonpath={.webhooks[*].clientConfig.caBundle}"
+        ).stdout.split()
+        for kind in ("mutatingwebhookconfiguration", "validatingwebhookconfiguration")
+    ]
+    return [len(b) for b in bundles] == [1, 2]
+
+
 def can_i(plane: ControlPlane, user: str, *request: str) -> bool:
     answer = plane.kubectl("auth", "can-i", f"--as={user}", *request, check=False)
     return answer.stdout.strip() == "yes"
@@ -167,6 +178,20 @@ def test_chart_service_accounts_run_both_programs_and_nothing_more(
             scope,
             {controller_user: controller_config, webhook_user: webhook_config},
         )
+        # No manifest sets caBundle, so an upgrade keeps the injected one (the webhook,
+        # which would re-inject it, is stopped by now).
+        plane.helm(
+            "upgrade",
+            release,
+            str(CHART),
+            "--namespace",
+            namespace,
+            "--reuse-values",
+            "--set",
+            "logLevel=debug",
+            "--wait",
+        )
+        assert ca_injected(plane, name), "helm upgrade dropped the injected caBundle"
     finally:
         plane.helm("uninstall", release, "--namespace", namespace, "--wait", check=False)
         plane.delete_namespace(apps)
@@ -174,16 +199,9 @@ def test_chart_service_accounts_run_both_programs_and_nothing_more(
 
 def _prove_the_programs_work(plane: ControlPlane, namespace: str, apps: str, name: str) -> None:
     # Self-managed certificates, with the webhook's own token: its Secret and both caBundles.
-    def ca_injected() -> bool:
-        bundles = [
-            plane.kubectl(
-                "get", kind, name, "-o", "jsonpath={.webhooks[*].clientConfig.caBundle}"
-            ).stdout.split()
-            for kind in ("mutatingwebhookconfiguration", "validatingwebhookconfiguration")
-        ]
-        return [len(b) for b in bundles] == [1, 2]
-
-    wait_for(ca_injected, "the webhook to inject its CA into both configurations")
+    wait_for(
+        lambda: ca_injected(plane, name), "the webhook to inject its CA into both configurations"
+    )
     must_get(plane, "secret", f"{name}-webhook-tls", namespace)
 
     # Validation through the installed configurations (the API server calls the host webhook).
