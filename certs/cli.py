@@ -14,10 +14,6 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import aiohttp
-from kubernetes_asyncio.client.exceptions import ApiException
-from kubernetes_asyncio.config import ConfigException, new_client_from_config
-
 from certs.authority import (
     CA_VALIDITY,
     SERVING_VALIDITY,
@@ -29,12 +25,6 @@ from certs.authority import (
     issue_serving_certificate,
 )
 from certs.files import CA_CERT_FILE, BundleFiles, atomic_write, write_bundle
-from certs.inject import (
-    ConflictError,
-    WebhookConfigurationNotFoundError,
-    describe,
-    inject_ca_bundle,
-)
 from certs.rotation import CA_COMMON_NAME
 from common.constants import WEBHOOK_CONFIG_NAME
 
@@ -122,6 +112,13 @@ def _load_or_create_ca(ca_dir: Path | None, validity: timedelta, now: datetime) 
 
 
 def _inject(args: argparse.Namespace) -> int:
+    # The Kubernetes client is loaded only by the one command that needs it.
+    import aiohttp
+    from kubernetes_asyncio.client.exceptions import ApiException
+    from kubernetes_asyncio.config import ConfigException
+
+    from certs.inject import ConflictError, WebhookConfigurationNotFoundError, describe
+
     try:
         ca_pem = args.ca_file.read_bytes()
         decode_certificates(ca_pem)
@@ -146,6 +143,10 @@ def _inject(args: argparse.Namespace) -> int:
 
 
 async def _inject_async(kubeconfig: str | None, names: list[str], ca_pem: bytes) -> list[str]:
+    from kubernetes_asyncio.config import new_client_from_config
+
+    from certs.inject import inject_ca_bundle
+
     api_client = await new_client_from_config(config_file=kubeconfig)
     async with api_client:
         return await inject_ca_bundle(api_client, names, ca_pem)

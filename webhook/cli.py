@@ -18,7 +18,6 @@ from common.constants import WEBHOOK_CONFIG_NAME, WEBHOOK_SECRET_NAME, WEBHOOK_S
 from common.logs import configure_json_logging
 from webhook.app import DEFAULT_MAX_REQUEST_BYTES
 from webhook.offline import add_validate_command
-from webhook.server import ConfigurationError, ServeOptions, serve, split_address
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
 
@@ -89,6 +88,10 @@ def _add_serve_command(subparsers: "argparse._SubParsersAction[argparse.Argument
 
 
 def _serve(args: argparse.Namespace) -> int:
+    # Imported here so that `validate`, which runs in users' CI, starts without
+    # loading the Kubernetes client and the server machinery.
+    from webhook.server import ConfigurationError, ServeOptions, serve, split_address
+
     configure_json_logging(args.log_level)
     if not args.operator_username:
         print("trussium-webhook serve: --operator-username is required", file=sys.stderr)

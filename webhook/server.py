@@ -24,6 +24,7 @@ from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from certs.authority import CertificateError, service_dns_names
+from certs.inject import ConflictError, describe
 from certs.reload import ReloadingTLS
 from certs.selfmanaged import SelfManaged
 from webhook.app import AdmissionSettings, create_admission_app, create_health_app
@@ -173,12 +174,12 @@ async def _retry(attempt: Callable[[], Awaitable[Any]], what: str) -> None:
         try:
             await attempt()
             return
-        except (ApiException, aiohttp.ClientError, OSError) as error:
+        except (ApiException, ConflictError, aiohttp.ClientError, OSError) as error:
             log.warning(
                 "%s not ready, retrying in %.0fs",
                 what,
                 SELF_MANAGED_RETRY_SECONDS,
-                extra={"fields": {"error": f"{type(error).__name__}: {error}"}},
+                extra={"fields": {"error": f"{type(error).__name__}: {describe(error)}"}},
             )
             await asyncio.sleep(SELF_MANAGED_RETRY_SECONDS)
 
