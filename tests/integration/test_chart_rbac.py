@@ -3,6 +3,7 @@ the host with tokens of the chart's own ServiceAccounts and the chart's own flag
 the installed webhook configurations point at the host webhook (webhook.urlOverride),
 and a TrussiumRuntime converges while everything outside the grant is refused."""
 
+import base64
 import json
 import signal
 import subprocess
@@ -30,6 +31,7 @@ from tests.integration.controller_harness import (
 
 pytestmark = pytest.mark.cluster
 
+CERT_DIR = "webhook-certs"  # under tmp_path: served from (files mode) or written to (self-managed)
 SECRET_VALUE = "sk-chart-rbac-do-not-log"  # must never show up in either program's log
 # Each program binds these itself on the host; the chart's in-Pod values would collide.
 HOST_FLAGS = (
@@ -48,6 +50,22 @@ def chart_args(deployment: dict[str, Any]) -> list[str]:
     return [a for a in args if a.split("=", 1)[0] not in HOST_FLAGS]
 
 
+def provided_certificate(work: Path, secret: str) -> list[str]:
+    """A CA and serving certificate from `trussium-webhook certs generate`, for `provided` mode:
+    the served folder (the host's stand-in for the mounted Secret) and the chart values."""
+    generate = [str(Path(sys.executable).parent / "trussium-webhook"), "certs", "generate"]
+    out, ca = work / CERT_DIR, work / "ca"
+    subprocess.run(
+        [*generate, f"--out={out}", f"--ca-dir={ca}", "--ip-address=127.0.0.1"], check=True
+    )
+    bundle = base64.b64encode((out / "ca.crt").read_bytes()).decode()
+    return [
+        "--set", "certificates.mode=provided",
+        "--set", f"certificates.provided.existingSecret={secret}",
+        "--set", f"certificates.provided.caBundle={bundle}",
+    ]  # fmt: skip
+
+
 def token_kubeconfig(plane: ControlPlane, namespace: str, account: str) -> Path:
     token = plane.kubectl("create", "token", account, "-n", namespace, "--duration=1h").stdout
     return plane.token_kubeconfig(token.strip(), account)
@@ -63,7 +81,7 @@ def running_webhook(
         *argv,
         f"--bind-address=127.0.0.1:{port}",
         f"--health-bind-address=127.0.0.1:{health}",
-        f"--cert-dir={log_path.parent / 'webhook-certs'}",
+        f"--cert-dir={log_path.parent / CERT_DIR}",
         "--ip-address=127.0.0.1",
     ]
     with log_path.open("ab") as log:
@@ -119,9 +137,12 @@ def refused(plane: ControlPlane, kubeconfig: Path, *request: str) -> bool:
     return answer.returncode != 0 and "Forbidden" in answer.stderr
 
 
-@pytest.mark.parametrize("scope", ["cluster", "namespace"])
+@pytest.mark.parametrize(
+    ("scope", "mode"),
+    [("cluster", "selfManaged"), ("namespace", "selfManaged"), ("cluster", "provided")],
+)
 def test_chart_service_accounts_run_both_programs_and_nothing_more(
-    plane: ControlPlane, namespace: str, tmp_path: Path, scope: str
+    plane: ControlPlane, namespace: str, tmp_path: Path, scope: str, mode: str
 ) -> None:
     install_crd(plane)
     apps = f"{namespace}-apps"
@@ -129,6 +150,8 @@ def test_chart_service_accounts_run_both_programs_and_nothing_more(
     release, port = release_name(), free_port()
     name = fullname(release)
     values = ["--set", f"watchNamespace={apps}"] if scope == "namespace" else []
+    if mode == "provided":
+        values += provided_certificate(tmp_path, f"{name}-webhook-tls")
     in_pod = render(plane, release, namespace, *values)
     controller_user = f"system:serviceaccount:{namespace}:{name}-controller"
     webhook_user = f"system:serviceaccount:{namespace}:{name}-webhook"
@@ -167,7 +190,7 @@ def test_chart_service_accounts_run_both_programs_and_nothing_more(
                 identity=name,
             ) as controller,
         ):
-            _prove_the_programs_work(plane, namespace, apps, name)
+            _prove_the_programs_work(plane, namespace, apps, name, mode)
             logs = (tmp_path / "webhook.log").read_text() + controller.logs()
             assert SECRET_VALUE not in logs
         _prove_the_grant_stops_there(
@@ -176,6 +199,7 @@ def test_chart_service_accounts_run_both_programs_and_nothing_more(
             apps,
             name,
             scope,
+            mode,
             {controller_user: controller_config, webhook_user: webhook_config},
         )
         # No manifest sets caBundle, so an upgrade keeps the injected one (the webhook,
@@ -197,12 +221,15 @@ def test_chart_service_accounts_run_both_programs_and_nothing_more(
         plane.delete_namespace(apps)
 
 
-def _prove_the_programs_work(plane: ControlPlane, namespace: str, apps: str, name: str) -> None:
+def _prove_the_programs_work(
+    plane: ControlPlane, namespace: str, apps: str, name: str, mode: str
+) -> None:
     # Self-managed certificates, with the webhook's own token: its Secret and both caBundles.
     wait_for(
         lambda: ca_injected(plane, name), "the webhook to inject its CA into both configurations"
     )
-    must_get(plane, "secret", f"{name}-webhook-tls", namespace)
+    if mode == "selfManaged":
+        must_get(plane, "secret", f"{name}-webhook-tls", namespace)
 
     # Validation through the installed configurations (the API server calls the host webhook).
     bad = runtime_manifest("bad", apps, podMetadata={"labels": {"app.kubernetes.io/name": "x"}})
@@ -274,6 +301,7 @@ def _prove_the_grant_stops_there(
     apps: str,
     name: str,
     scope: str,
+    mode: str,
     kubeconfigs: dict[str, Path],
 ) -> None:
     controller, webhook = kubeconfigs
@@ -293,8 +321,13 @@ def _prove_the_grant_stops_there(
     assert not can_i(plane, webhook, "create", "secrets", "-n", apps)
     assert not can_i(plane, webhook, "get", "secrets/openai", "-n", apps), "values by name"
     assert not can_i(plane, webhook, "patch", "secrets/other", "-n", namespace)
-    assert can_i(plane, webhook, "patch", f"secrets/{name}-webhook-tls", "-n", namespace)
-    assert can_i(plane, webhook, "patch", f"validatingwebhookconfigurations/{name}")
+    self_managed = mode == "selfManaged"
+    assert can_i(plane, webhook, "patch", f"secrets/{name}-webhook-tls", "-n", namespace) is (
+        self_managed
+    )
+    assert can_i(plane, webhook, "patch", f"validatingwebhookconfigurations/{name}") is (
+        self_managed
+    )
     assert not can_i(plane, controller, "patch", f"validatingwebhookconfigurations/{name}")
     assert not can_i(plane, controller, "get", "leases/someone-elses-lock", "-n", namespace)
     assert can_i(plane, controller, "update", f"leases/{name}", "-n", namespace)
