@@ -113,5 +113,8 @@ def kwok(bin_dir: Path, layout: Layout, ports: Ports) -> list[str]:
         "--manage-all-nodes=false",
         f"--manage-nodes-with-annotation-selector={FAKE_NODE_ANNOTATION}={FAKE_NODE_VALUE}",
         f"--cidr={POD_CIDR}",
+        # The default stages heartbeat node status only every 10-20 min and expect
+        # a renewed node Lease in between; without one, nodes (and their pods) go NotReady.
+        "--node-lease-duration-seconds=40",
         f"--server-address={HOST}:{ports.kwok}",
     ]
