@@ -3,8 +3,10 @@
 An apply whose rendered object equals the last one applied, to an object
 nobody has touched since, is a no-op; skipping it keeps a rollout's many
 Deployment status updates from turning into PATCH storms. "Touched" means
-the object's labels, annotations, owner references or any top-level field
-other than status differ from what the server answered to our apply.
+a label or annotation the operator sets, the owner references, or any
+top-level field other than metadata and status differ from what the server
+answered to our apply. Labels and annotations others add (such as the
+Deployment controller's revision) are not ours, and apply would keep them.
 """
 
 import hashlib
@@ -25,11 +27,15 @@ def _digest(value: Any) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()
 
 
-def live_fingerprint(obj: Obj) -> str:
-    """Everything a user or another controller could have changed, but not status."""
-    meta = strip_bookkeeping(obj)["metadata"]
-    kept = {k: meta.get(k) for k in ("labels", "annotations", "ownerReferences")}
-    rest = {k: v for k, v in obj.items() if k not in ("metadata", "status")}
+def live_fingerprint(live: Obj, rendered: Obj) -> str:
+    """What an apply of `rendered` could change on `live`: its fields, not status."""
+    meta, ours = strip_bookkeeping(live)["metadata"], rendered["metadata"]
+    kept = {
+        field: {k: v for k, v in (meta.get(field) or {}).items() if k in ours.get(field, {})}
+        for field in ("labels", "annotations")
+    }
+    kept["ownerReferences"] = meta.get("ownerReferences")
+    rest = {k: v for k, v in live.items() if k not in ("metadata", "status")}
     return _digest([kept, rest])
 
 
@@ -42,11 +48,11 @@ class AppliedObjects:
         return (
             live is not None
             and seen is not None
-            and seen == (_digest(rendered), live_fingerprint(live))
+            and seen == (_digest(rendered), live_fingerprint(live, rendered))
         )
 
     def record(self, rendered: Obj, answer: Obj) -> None:
-        self._applied[_key(rendered)] = (_digest(rendered), live_fingerprint(answer))
+        self._applied[_key(rendered)] = (_digest(rendered), live_fingerprint(answer, rendered))
 
     def forget(self, namespace: str, name: str) -> None:
         """Drop what was remembered for a runtime's objects (they share its name)."""
