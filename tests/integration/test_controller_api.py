@@ -208,3 +208,89 @@ def test_leader_election_one_reconciles_and_failover(
         for controller in (a, b):
             controller.process.kill()
             controller.process.wait()
+
+
+def test_a_failed_apply_is_reported_retried_and_recovered(
+    plane: ControlPlane, namespace: str, tmp_path: Path
+) -> None:
+    """An admission policy rejects the PodDisruptionBudget: the reconcile fails visibly."""
+    policy = f"deny-pdb-{namespace}"[:63]
+    manifests = [
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": policy},
+            "spec": {
+                "failurePolicy": "Fail",
+                "matchConstraints": {
+                    "resourceRules": [
+                        {
+                            "apiGroups": ["policy"],
+                            "apiVersions": ["v1"],
+                            "operations": ["CREATE", "UPDATE"],
+                            "resources": ["poddisruptionbudgets"],
+                        }
+                    ]
+                },
+                "validations": [{"expression": "false", "message": "PDBs are frozen"}],
+            },
+        },
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicyBinding",
+            "metadata": {"name": policy},
+            "spec": {
+                "policyName": policy,
+                "validationActions": ["Deny"],
+                "matchResources": {
+                    "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}}
+                },
+            },
+        },
+    ]
+    for manifest in manifests:
+        apply(plane, manifest)
+    probe = json.dumps(
+        {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": "probe", "namespace": namespace},
+            "spec": {"maxUnavailable": 1},
+        }
+    )
+    wait_for(
+        lambda: (
+            plane.kubectl(
+                "create", "--dry-run=server", "-f", "-", input=probe, check=False
+            ).returncode
+            != 0
+        ),
+        "the admission policy to take effect",
+    )
+    name = "rt"
+    try:
+        with running_controller(plane, tmp_path / "controller.log", *scoped(namespace)):
+            apply(plane, runtime_manifest(name, namespace))
+            runtime = wait_condition(
+                plane, name, namespace, "Degraded", "True", "ReconciliationFailed"
+            )
+            assert condition(runtime, "ConfigurationValid") == ("True", "ReferencesResolved")
+            assert condition(runtime, "Ready") == ("False", "ReconciliationFailed")
+            wait_for(
+                lambda: "ReconciliationFailed" in reasons(plane, namespace, name),
+                "a ReconciliationFailed Warning",
+            )
+            (failure,) = {
+                e["type"]
+                for e in events(plane, namespace, name)
+                if e["reason"] == "ReconciliationFailed"
+            }
+            assert failure == "Warning"
+
+            plane.kubectl("delete", "validatingadmissionpolicybinding", policy)
+            wait_for(lambda: get(plane, "poddisruptionbudget", name, namespace), "the PDB")
+            wait_condition(plane, name, namespace, "Degraded", "False", "AsExpected", timeout=120)
+            assert "RuntimeRecovered" in reasons(plane, namespace, name)
+    finally:
+        plane.kubectl("delete", "validatingadmissionpolicy", policy, check=False)
+        plane.kubectl("delete", "validatingadmissionpolicybinding", policy, check=False)
