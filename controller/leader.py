@@ -99,6 +99,7 @@ class LeaderElector:
         self._clock = clock
         self._lease: dict[str, Any] | None = None
         self._observed: tuple[LeaseRecord | None, float] = (None, 0.0)
+        self._renewed_at = 0.0
         self.leading = False
         metrics.LEADER.labels(name).set(0)
 
@@ -113,14 +114,23 @@ class LeaderElector:
                 log.warning("cannot acquire the lease", extra={"fields": {"error": str(error)}})
             await asyncio.sleep(self.timing.retry_period * (1 + 0.2 * random.random()))
         self.leading = True
+        self._renewed_at = self._clock()
         metrics.LEADER.labels(self.name).set(1)
         log.info("became leader", extra={"fields": self._fields()})
 
+    def valid(self) -> bool:
+        """Whether the last renewal is recent enough to act as leader right now.
+
+        Checked before every reconcile, so a process that was frozen past its
+        renew deadline does not write even once before the renew loop notices.
+        """
+        return self.leading and self._clock() - self._renewed_at < self.timing.renew_deadline
+
     async def hold(self) -> None:
         """Renew until the renew deadline passes without success; then raise LeadershipLostError."""
-        last = self._clock()
         while True:
             await asyncio.sleep(self.timing.retry_period)
+            last = self._renewed_at
             remaining = last + self.timing.renew_deadline - self._clock()
             try:
                 renewed = remaining > 0 and await asyncio.wait_for(self._try(), remaining)
@@ -128,7 +138,7 @@ class LeaderElector:
                 log.warning("lease renewal failed", extra={"fields": {"error": str(error)}})
                 renewed = False
             if renewed:
-                last = self._clock()
+                self._renewed_at = self._clock()
             elif self._clock() - last >= self.timing.renew_deadline:
                 self._lost()
                 raise LeadershipLostError(f"lease {self.namespace}/{self.name} not renewed in time")

@@ -178,6 +178,9 @@ class Manager:
 
     async def _work(self) -> None:
         while (key := await self.queue.get()) is not None:
+            if self.elector and not self.elector.valid():
+                self.queue.done(key)
+                return  # the renew loop is about to report the lost lease
             started = time.monotonic()
             result = "success"
             try:

@@ -163,15 +163,11 @@ def test_leader_election_one_reconciles_and_failover(
     plane: ControlPlane, namespace: str, tmp_path: Path
 ) -> None:
     lease = "trussium-leader-test"
-    common = (
-        f"--watch-namespace={namespace}",
-        f"--leader-election-namespace={namespace}",
-        f"--leader-election-id={lease}",
-        *LEASE,
-    )
+    common = (*scoped(namespace), f"--leader-election-id={lease}", *LEASE)
     log = tmp_path / "controllers.log"
     a = Controller(plane, log, *common, identity="a")
     b = Controller(plane, log, *common, identity="b")
+    started = [a, b]
     try:
         a.wait_ready()
         b.wait_ready()
@@ -194,6 +190,7 @@ def test_leader_election_one_reconciles_and_failover(
 
         # SIGTERM: the lease is released, a fresh standby takes over at once.
         third = Controller(plane, log, *common, identity="c")
+        started.append(third)
         third.wait_ready()
         time.sleep(1)
         stopped_at = time.monotonic()
@@ -205,7 +202,7 @@ def test_leader_election_one_reconciles_and_failover(
         print(log.read_text()[-8000:])
         raise
     finally:
-        for controller in (a, b):
+        for controller in started:
             controller.process.kill()
             controller.process.wait()
 
@@ -294,3 +291,35 @@ def test_a_failed_apply_is_reported_retried_and_recovered(
     finally:
         plane.kubectl("delete", "validatingadmissionpolicy", policy, check=False)
         plane.kubectl("delete", "validatingadmissionpolicybinding", policy, check=False)
+
+
+def test_a_leader_frozen_past_its_renew_deadline_exits_instead_of_reconciling(
+    plane: ControlPlane, namespace: str, tmp_path: Path
+) -> None:
+    lease = "trussium-frozen-test"
+    flags = (*scoped(namespace), f"--leader-election-id={lease}", *LEASE)
+    log = tmp_path / "controllers.log"
+    a = Controller(plane, log, *flags, identity="a")
+    b: Controller | None = None
+    try:
+        a.wait_ready()
+        wait_for(lambda: lease_holder(plane, namespace, lease) == "a", "a leading")
+        b = Controller(plane, log, *flags, identity="b")
+        b.wait_ready()
+        a.signal(signal.SIGSTOP)
+        wait_for(lambda: lease_holder(plane, namespace, lease) == "b", "b taking over", 20)
+        apply(plane, runtime_manifest("rt", namespace))
+        a.signal(signal.SIGCONT)
+        assert a.process.wait(10) == 1, "a leader that lost its lease exits non-zero"
+        wait_for(lambda: get(plane, "configmap", "rt", namespace), "reconciled by b")
+        instances = {e["reportingInstance"] for e in events(plane, namespace, "rt")}
+        assert instances <= {"b"}, f"the frozen leader reconciled: {instances}"
+        b.stop()
+    except BaseException:
+        print(log.read_text()[-8000:])
+        raise
+    finally:
+        for controller in (a, b):
+            if controller is not None:
+                controller.process.kill()
+                controller.process.wait()
