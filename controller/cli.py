@@ -147,7 +147,12 @@ async def run(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if args.command == "render":
-        return run_render(args.filename, sys.stdout, sys.stderr, sys.stdin)
+        try:
+            return run_render(args.filename, sys.stdout, sys.stderr, sys.stdin)
+        except BrokenPipeError:
+            # The reader (`| head`) stopped early: not an error, and no traceback at exit.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 0
     configure_json_logging(args.log_level)
     return asyncio.run(run(args))
 

@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from devcluster import ControlPlane, Profile
+from devcluster.hostoperator import install_crds
 from tests.integration.controller_harness import (
     Controller,
     audit_entries,
-    install_crd,
     runtime_manifest,
 )
 
@@ -59,7 +59,7 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=900.0)
     args = parser.parse_args()
     with ControlPlane(Profile.CLUSTER) as plane, tempfile.TemporaryDirectory() as scratch:
-        install_crd(plane)
+        install_crds(plane)
         plane.create_namespace(NAMESPACE)
         controller = Controller(plane, Path(scratch) / "controller.log", identity="bench")
         try:

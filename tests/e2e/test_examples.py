@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from devcluster import ControlPlane
+from devcluster.hostoperator import install_crds
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
@@ -49,8 +50,7 @@ def test_invalid_example_is_rejected_offline_with_field_paths() -> None:
 
 @pytest.mark.api
 def test_api_server_accepts_the_valid_examples(plane: ControlPlane, namespace: str) -> None:
-    plane.kubectl("apply", "--server-side", "-f", str(REPO / "charts/trussium-operator/crds"))
-    plane.kubectl("wait", "--for=condition=Established", "crd/trussiumruntimes.runtime.trussium.io")
+    install_crds(plane)
     for name in [*VALID, "secrets.yaml"]:
         plane.kubectl("apply", "-n", namespace, "-f", str(EXAMPLES / name))
     names = plane.kubectl(

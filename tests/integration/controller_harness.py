@@ -21,21 +21,12 @@ from typing import Any, TypeVar
 
 from devcluster import ControlPlane
 
-REPO = Path(__file__).resolve().parents[2]
-CRD_DIR = REPO / "charts" / "trussium-operator" / "crds"
-CRD_NAME = "trussiumruntimes.runtime.trussium.io"
 USER_AGENT_PREFIX = "trussium-operator/"
 IMAGE = "ghcr.io/trussium/runtime"
 WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
 
 T = TypeVar("T")
 Obj = dict[str, Any]
-
-
-def install_crd(plane: ControlPlane) -> None:
-    """Idempotent: server-side apply of the chart's CRD, then wait until it is served."""
-    plane.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(CRD_DIR))
-    plane.kubectl("wait", "--for=condition=Established", f"crd/{CRD_NAME}", "--timeout=60s")
 
 
 def wait_for(check: Callable[[], T | None], what: str, timeout: float = 90.0) -> T:

@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 
 from devcluster import ControlPlane
+from devcluster.hostoperator import install_crds
 from tests.integration.chart import CHART, container, find, fullname, release_name, render
 from tests.integration.controller_harness import (
     free_port,
     get,
-    install_crd,
     must_get,
     running_controller,
     runtime_manifest,
@@ -144,7 +144,7 @@ def refused(plane: ControlPlane, kubeconfig: Path, *request: str) -> bool:
 def test_chart_service_accounts_run_both_programs_and_nothing_more(
     plane: ControlPlane, namespace: str, tmp_path: Path, scope: str, mode: str
 ) -> None:
-    install_crd(plane)
+    install_crds(plane)
     apps = f"{namespace}-apps"
     plane.create_namespace(apps)
     release, port = release_name(), free_port()

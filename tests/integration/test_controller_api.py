@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 
 from devcluster import ControlPlane
+from devcluster.hostoperator import install_crds
 from tests.integration.controller_harness import (
     Controller,
     apply,
     condition,
     events,
     get,
-    install_crd,
     must_get,
     reasons,
     running_controller,
@@ -33,7 +33,7 @@ LEASE = ("--lease-duration=6", "--renew-deadline=4", "--retry-period=1")
 
 @pytest.fixture(autouse=True)
 def crd(plane: ControlPlane) -> None:
-    install_crd(plane)
+    install_crds(plane)
 
 
 def patch_deployment_status(

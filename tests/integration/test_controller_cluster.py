@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from devcluster import ControlPlane
+from devcluster.hostoperator import install_crds
 from tests.integration.controller_harness import (
     IMAGE,
     Controller,
@@ -21,7 +22,6 @@ from tests.integration.controller_harness import (
     audit_entries,
     condition,
     get,
-    install_crd,
     must_get,
     now,
     reasons,
@@ -41,7 +41,7 @@ UPGRADE_EVENTS = {"RuntimeUpgradeStarted", "RuntimeUpgradeCompleted", "RuntimeUp
 
 @pytest.fixture(autouse=True)
 def crd(plane: ControlPlane) -> None:
-    install_crd(plane)
+    install_crds(plane)
 
 
 def checksum(plane: ControlPlane, name: str, namespace: str) -> str:

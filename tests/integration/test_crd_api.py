@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from common import crd
 from common.defaulting import apply_defaults
 from devcluster import ControlPlane
+from devcluster.hostoperator import install_crds
 from tests.conftest import Kubectl
 
 pytestmark = pytest.mark.api
@@ -19,13 +19,7 @@ DIGEST = "sha256:" + "c" * 64
 @pytest.fixture(scope="module")
 def installed(api_plane: ControlPlane) -> None:
     """Server-side apply of the committed CRD (idempotent, shared with other tests)."""
-    api_plane.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(crd.CRD_PATH))
-    api_plane.kubectl(
-        "wait",
-        "--for=condition=Established",
-        f"crd/{crd.crd()['metadata']['name']}",
-        "--timeout=60s",
-    )
+    install_crds(api_plane)
 
 
 def runtime(name: str, **spec: Any) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from kubernetes_asyncio import client
 from common import constants
 from common.validation import schema_errors
 from devcluster import ControlPlane
-from tests.integration.controller_harness import install_crd
+from devcluster.hostoperator import install_crds
 
 pytestmark = pytest.mark.api
 
@@ -290,7 +290,7 @@ async def _accepted(api: client.CustomObjectsApi, namespace: str, body: dict[str
 
 @pytest.fixture(scope="module")
 def crd_installed(api_plane: ControlPlane) -> None:
-    install_crd(api_plane)
+    install_crds(api_plane)
 
 
 @pytest.mark.usefixtures("crd_installed")

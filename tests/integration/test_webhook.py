@@ -36,12 +36,12 @@ from common.constants import GROUP, PLURAL, VERSION
 from common.manifests import parse_manifests
 from common.validation import schema_errors
 from devcluster import ControlPlane
+from devcluster.hostoperator import install_crds
 from tests.conftest import Kubectl
 from webhook.offline import validate_paths
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "tests" / "samples"
-CRD_DIR = REPO / "charts" / "trussium-operator" / "crds"
 OPERATOR_ACCOUNT = "trussium-system:trussium-operator"
 OPERATOR = f"system:serviceaccount:{OPERATOR_ACCOUNT}"
 SELECTOR_LABEL = "trussium.test/webhook"
@@ -209,10 +209,7 @@ def _registered(
 
 @pytest.fixture(scope="module")
 def crd(api_plane: ControlPlane) -> None:
-    api_plane.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(CRD_DIR))
-    api_plane.kubectl(
-        "wait", "--for=condition=Established", "--timeout=60s", f"crd/{PLURAL}.{GROUP}"
-    )
+    install_crds(api_plane)
 
 
 @pytest.fixture(scope="module")

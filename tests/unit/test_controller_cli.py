@@ -1,5 +1,7 @@
 """`trussium-controller run` flags, their TRUSSIUM_* environment variables and defaults."""
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -48,3 +50,32 @@ def test_render_subcommand_prints_the_managed_objects(
     sample = sorted(Path(__file__).parents[1].joinpath("samples", "valid").glob("*.yaml"))[0]
     assert main(["render", "-f", str(sample)]) == 0
     assert "kind: Deployment" in capsys.readouterr().out
+
+
+def test_render_into_a_reader_that_stops_early_exits_cleanly() -> None:
+    """`trussium-controller render -f - | head -1` must not end in a traceback.
+
+    Enough runtimes that the output overflows the pipe buffer, so the write
+    really hits the closed pipe.
+    """
+    script = Path(sys.executable).parent / "trussium-controller"
+    example = (Path(__file__).resolve().parents[2] / "examples" / "runtime.yaml").read_text()
+    manifests = "---\n".join(
+        example.replace("name: assistant", f"name: assistant-{i}") for i in range(200)
+    )
+    render = subprocess.Popen(
+        [str(script), "render", "-f", "-"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert render.stdin is not None
+    assert render.stdout is not None
+    assert render.stderr is not None
+    render.stdin.write(manifests.encode())
+    render.stdin.close()
+    assert render.stdout.readline() == b"apiVersion: v1\n"
+    render.stdout.close()
+    errors = render.stderr.read().decode()
+    assert render.wait(timeout=60) == 0, errors
+    assert "Traceback" not in errors
