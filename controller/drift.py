@@ -1,4 +1,4 @@
-"""Finding what other writers added to a Deployment's pod template, so it can be removed.
+"""Finding what other writers added under a field the operator owns whole, so it can be removed.
 
 Server-side apply with force restores every field the operator sets, but a
 field the operator never sets (a sidecar container, a volume, an extra env
@@ -9,6 +9,9 @@ and not to us; those are removed with a JSON patch guarded by the
 resourceVersion. Server defaults are owned by nobody and stay. The
 `kubectl.kubernetes.io/restartedAt` annotation is the one foreign field
 kept, so `kubectl rollout restart` keeps working. See ADR 0002.
+
+The same holds for a Service's ports: a port edited by hand is re-keyed
+under another manager, and would otherwise sit beside ours forever.
 """
 
 import json
@@ -19,32 +22,40 @@ from common import constants as c
 Fields = dict[str, Any]
 Token = str | int
 RESTARTED_AT_FIELD = f"f:{c.RESTARTED_AT_ANNOTATION}"
+POD_TEMPLATE = ("spec", "template")
+SERVICE_PORTS = ("spec", "ports")
 
 
-def foreign_template_removals(deployment: dict[str, Any], manager: str) -> list[dict[str, Any]]:
-    """JSON patch ops removing template fields set by managers other than `manager`.
+def foreign_removals(
+    obj: dict[str, Any], manager: str, root: tuple[str, ...]
+) -> list[dict[str, Any]]:
+    """JSON patch ops removing fields under `root` set by managers other than `manager`.
 
     Empty when there is nothing foreign. Test ops precede the removals, so
     the patch fails rather than remove something it did not see.
     """
-    meta = deployment.get("metadata", {})
-    template = deployment.get("spec", {}).get("template", {})
+    meta = obj.get("metadata", {})
+    live: Any = obj
+    for part in root:
+        live = live.get(part, {}) if isinstance(live, dict) else {}
     ours: Fields = {}
     found: dict[tuple[Token, ...], Any] = {}
     for entry in meta.get("managedFields") or ():
         if entry.get("manager") == manager and entry.get("operation") == "Apply":
-            ours = _merge(ours, _template_fields(entry))
+            ours = _merge(ours, _fields_under(entry, root))
     for entry in meta.get("managedFields") or ():
         if entry.get("manager") != manager and not entry.get("subresource"):
-            _collect(_template_fields(entry), ours, template, ("spec", "template"), found)
+            _collect(_fields_under(entry, root), ours, live, root, found)
     ordered = sorted(found, key=_sort_key, reverse=True)
     tests = [{"op": "test", "path": _pointer(p), "value": found[p]} for p in ordered]
     return tests + [{"op": "remove", "path": _pointer(p)} for p in ordered]
 
 
-def _template_fields(entry: dict[str, Any]) -> Fields:
+def _fields_under(entry: dict[str, Any], root: tuple[str, ...]) -> Fields:
     fields: Fields = entry.get("fieldsV1") or {}
-    return dict(fields.get("f:spec", {}).get("f:template", {}))
+    for part in root:
+        fields = fields.get(f"f:{part}", {})
+    return dict(fields)
 
 
 def _merge(a: Fields, b: Fields) -> Fields:
@@ -103,3 +114,26 @@ def _sort_key(path: tuple[Token, ...]) -> tuple[tuple[int, Token], ...]:
 
 def _pointer(path: tuple[Token, ...]) -> str:
     return "".join("/" + str(t).replace("~", "~0").replace("/", "~1") for t in path)
+
+
+def service_ports_restoration(
+    service: dict[str, Any], manager: str, ports: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """One JSON patch that removes the ports others own and adds back the rendered
+    ports it would leave missing (a Service cannot be left without ports)."""
+    ops = foreign_removals(service, manager, SERVICE_PORTS)
+    if not ops:
+        return []
+    removed = {op["path"] for op in ops if op["op"] == "remove"}
+    live = service.get("spec", {}).get("ports") or []
+    kept = {
+        (port.get("port"), port.get("protocol", "TCP"))
+        for index, port in enumerate(live)
+        if f"/spec/ports/{index}" not in removed
+    }
+    adds = [
+        {"op": "add", "path": "/spec/ports/-", "value": port}
+        for port in ports
+        if (port["port"], port.get("protocol", "TCP")) not in kept
+    ]
+    return ops + adds

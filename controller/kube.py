@@ -76,6 +76,10 @@ class ApiError(Exception):
     def conflict(self) -> bool:
         return self.status == 409
 
+    @property
+    def invalid(self) -> bool:
+        return self.status == 422
+
 
 async def _error(response: aiohttp.ClientResponse) -> ApiError:
     try:

@@ -23,7 +23,7 @@ from common.render import ObjectRef, disabled_optional_objects, render_managed_o
 from common.status import Outcome, compute_status, status_differs
 from controller.applied import AppliedObjects
 from controller.cache import Obj, Store
-from controller.drift import foreign_template_removals
+from controller.drift import POD_TEMPLATE, foreign_removals, service_ports_restoration
 from controller.informer import Informer
 from controller.kube import APPLY_PATCH, JSON_PATCH, OWNED, RUNTIMES, ApiError, Kube
 from controller.recorder import Recorder
@@ -122,9 +122,27 @@ class Reconciler:
             live = self.caches.owned[kind].get(namespace, name)
             if self.applied.unchanged(rendered, live):
                 continue
-            answer = await self._apply(runtime, rendered, live)
+            try:
+                answer = await self._apply(runtime, rendered, live)
+            except ApiError as error:
+                if not (kind == "Service" and error.invalid):
+                    raise
+                # A hand-edited port sits beside ours under another manager (a duplicate
+                # `http` name): swap what others own under spec.ports for ours, reapply.
+                path = OWNED[kind].path(namespace, name)
+                service = await self.kube.request("GET", path)
+                ports = rendered["spec"]["ports"]
+                patch = service_ports_restoration(service, c.FIELD_MANAGER, ports)
+                if not patch:
+                    raise
+                log.info(
+                    "restoring Service ports others changed",
+                    extra={"fields": {"namespace": namespace, "name": name}},
+                )
+                await self.kube.request("PATCH", path, body=patch, content_type=JSON_PATCH)
+                answer = await self._apply(runtime, rendered, live)
             if kind == "Deployment":
-                answer = await self._remove_foreign_template_fields(answer)
+                answer = await self._remove_foreign_fields(answer, POD_TEMPLATE)
             self.applied.record(rendered, answer)
             observed[kind] = answer
         for ref in disabled_optional_objects(runtime):
@@ -153,13 +171,14 @@ class Reconciler:
                 raise ConflictError(str(error)) from error
             raise
 
-    async def _remove_foreign_template_fields(self, deployment: Obj) -> Obj:
-        patch = foreign_template_removals(deployment, c.FIELD_MANAGER)
+    async def _remove_foreign_fields(self, obj: Obj, root: tuple[str, ...]) -> Obj:
+        patch = foreign_removals(obj, c.FIELD_MANAGER, root)
         if not patch:
-            return deployment
-        meta = deployment["metadata"]
+            return obj
+        meta = obj["metadata"]
         log.info(
-            "removing pod template fields added by others",
+            "removing fields others added to %s",
+            ".".join(root),
             extra={
                 "fields": {
                     "namespace": meta["namespace"],
@@ -170,7 +189,7 @@ class Reconciler:
         )
         return await self.kube.request(
             "PATCH",
-            OWNED["Deployment"].path(meta["namespace"], meta["name"]),
+            OWNED[obj["kind"]].path(meta["namespace"], meta["name"]),
             body=patch,
             content_type=JSON_PATCH,
         )

@@ -323,3 +323,28 @@ def test_a_leader_frozen_past_its_renew_deadline_exits_instead_of_reconciling(
             if controller is not None:
                 controller.process.kill()
                 controller.process.wait()
+
+
+def test_hand_edited_service_port_is_restored(
+    plane: ControlPlane, namespace: str, tmp_path: Path
+) -> None:
+    """A port edited by hand re-keys the ports list under another field manager;
+    applying ours beside it would duplicate the `http` name, so the operator
+    removes the foreign entry and the Service converges back to the contract."""
+    name = "rt"
+    with running_controller(plane, tmp_path / "controller.log", *scoped(namespace)):
+        apply(plane, runtime_manifest(name, namespace))
+        wait_for(lambda: get(plane, "service", name, namespace), "the Service")
+        edit = [{"op": "replace", "path": "/spec/ports/0/port", "value": 9001}]
+        plane.kubectl(
+            "patch", "service", name, "-n", namespace, "--type=json", "-p", json.dumps(edit)
+        )
+
+        def restored() -> bool:
+            ports = must_get(plane, "service", name, namespace)["spec"]["ports"]
+            return [(p["name"], p["port"]) for p in ports] == [("http", 9000)]
+
+        wait_for(restored, "the Service's single http port 9000")
+        assert condition(must_get(plane, "trussiumruntime", name, namespace), "Degraded")[1] != (
+            "ReconciliationFailed"
+        )
