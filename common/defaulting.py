@@ -11,7 +11,6 @@ does. Malformed input (a non-object spec, a string where an object belongs)
 is left alone for validation to report.
 """
 
-import copy
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +24,16 @@ class Defaulted:
 
     object: dict[str, Any]
     patch: list[dict[str, Any]]
+
+
+def copy_json(value: Any) -> Any:
+    """A deep copy of a JSON tree (dicts, lists, scalars): several times faster
+    than `copy.deepcopy`, which admission pays on every request."""
+    if isinstance(value, dict):
+        return {key: copy_json(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [copy_json(item) for item in value]
+    return value
 
 
 def json_pointer(path: list[str | int]) -> str:
@@ -47,7 +56,7 @@ def _default(
                 del out[key]
         for key, sub in properties.items():
             if "default" in sub and out.get(key) is None:
-                filled = _default(copy.deepcopy(sub["default"]), sub, [], [])
+                filled = _default(copy_json(sub["default"]), sub, [], [])
                 op = "replace" if key in out else "add"
                 patch.append({"op": op, "path": json_pointer([*path, key]), "value": filled})
                 out[key] = filled
@@ -68,5 +77,5 @@ _SCHEMA = openapi_schema()
 def apply_defaults(obj: Mapping[str, Any]) -> Defaulted:
     """Apply the CRD defaults to a TrussiumRuntime (as a JSON dict)."""
     patch: list[dict[str, Any]] = []
-    defaulted = _default(copy.deepcopy(dict(obj)), _SCHEMA, [], patch)
+    defaulted = _default(copy_json(dict(obj)), _SCHEMA, [], patch)
     return Defaulted(object=defaulted, patch=patch)
