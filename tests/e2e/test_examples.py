@@ -1,12 +1,19 @@
 """The manifests the README shows are real: the offline validator, the
 renderer and the API server agree with what the README says of them."""
 
+import json
+import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 
+from common.constants import KIND
+from common.defaulting import apply_defaults
+from common.validation import validate_runtime
 from devcluster import ControlPlane
 from devcluster.hostoperator import install_crds
 
@@ -57,3 +64,28 @@ def test_api_server_accepts_the_valid_examples(plane: ControlPlane, namespace: s
         "get", "truntime", "-n", namespace, "-o", "jsonpath={.items[*].metadata.name}"
     ).stdout.split()
     assert sorted(names) == ["assistant", "batch", "chat"]
+
+
+def readme_runtimes() -> list[dict[str, Any]]:
+    """Every TrussiumRuntime in the README's ```yaml blocks, exactly as shown."""
+    readme = (REPO / "README.md").read_text()
+    blocks = re.findall(r"```yaml\n(.*?)```", readme, re.S)
+    documents = [doc for block in blocks for doc in yaml.safe_load_all(block)]
+    return [doc for doc in documents if isinstance(doc, dict) and doc.get("kind") == KIND]
+
+
+def test_the_readme_shows_a_runtime_that_validates() -> None:
+    runtimes = readme_runtimes()
+    assert runtimes, "the README should show a complete TrussiumRuntime"
+    for runtime in runtimes:
+        result = validate_runtime(apply_defaults(runtime).object)
+        assert result.errors == (), result.errors
+
+
+@pytest.mark.api
+def test_the_api_server_accepts_the_readme_runtime(plane: ControlPlane, namespace: str) -> None:
+    install_crds(plane)
+    for runtime in readme_runtimes():
+        plane.kubectl(
+            "apply", "--dry-run=server", "-n", namespace, "-f", "-", input=json.dumps(runtime)
+        )
