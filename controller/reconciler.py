@@ -217,7 +217,9 @@ class Reconciler:
         deployment: Obj | None,
         service: Obj | None,
     ) -> None:
-        """Write the status if it changed, then post the Events its transitions call for."""
+        """Post the Events the status transitions call for, then write the status if it
+        changed. In this order, with idempotent event names, a crash in between
+        neither loses nor duplicates an event (see controller/recorder.py)."""
         now = datetime.now(UTC)
         old = obj.get("status")
         new = compute_status(
@@ -228,12 +230,13 @@ class Reconciler:
             now=now.strftime("%Y-%m-%dT%H:%M:%SZ"),
         )
         failure = outcome.reference_check_error or outcome.reconcile_error
-        if status_differs(old, new):
-            await self._write_status(obj, new)
-        elif failure is None:
+        changed = status_differs(old, new)
+        if not changed and failure is None:
             return
         for decision in decide_events(old, new, failure=failure):
             await self.recorder.record(obj, decision, now)
+        if changed:
+            await self._write_status(obj, new)
         log.info(
             "status updated",
             extra={

@@ -5,6 +5,7 @@ Posting is best effort, as with client-go's recorder: a lost Event must not
 fail (and so repeat) a reconcile whose status write already succeeded.
 """
 
+import hashlib
 import logging
 import secrets
 from datetime import datetime
@@ -21,9 +22,24 @@ def micro_time(now: datetime) -> str:
     return now.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def event_suffix(now: datetime) -> str:
-    """Hex nanoseconds plus randomness: unique even for two events of one reconcile."""
-    return f"{int(now.timestamp() * 1_000_000_000):x}{secrets.token_hex(3)}"
+def event_name(runtime: dict[str, Any], decision: EventDecision, now: datetime) -> str:
+    """`<runtime>.<suffix>`, a valid name (events.k8s.io rejects a generateName
+    ending in a dot, so names are explicit, as client-go's are).
+
+    A transition's event is named after what it reacts to: the runtime's uid,
+    the resourceVersion read and the reason. The reconciler posts it before
+    writing the status, so a controller killed in between posts the very
+    same name after restart, gets 409, and the event is neither lost nor
+    duplicated. A reconcile failure is reported each time it happens, so its
+    name is unique (time and randomness).
+    """
+    meta = runtime["metadata"]
+    if decision.reason == c.EventReason.RECONCILIATION_FAILED:
+        suffix = f"{int(now.timestamp() * 1_000_000_000):x}{secrets.token_hex(3)}"
+    else:
+        key = f"{meta.get('uid', '')}/{meta.get('resourceVersion', '')}/{decision.reason}"
+        suffix = hashlib.sha256(key.encode()).hexdigest()[:20]
+    return f"{meta['name']}.{suffix}"
 
 
 def event_body(
@@ -34,9 +50,7 @@ def event_body(
         "apiVersion": EVENTS.api_version,
         "kind": "Event",
         "metadata": {
-            # Like client-go: an explicit `<name>.<hex time>` name, since events.k8s.io
-            # rejects a generateName ending in a dot.
-            "name": f"{meta['name']}.{event_suffix(now)}",
+            "name": event_name(runtime, decision, now),
             "namespace": meta["namespace"],
         },
         "regarding": {
@@ -69,6 +83,8 @@ class Recorder:
                 "POST", EVENTS.path(runtime["metadata"]["namespace"]), body=body
             )
         except ApiError as error:
+            if error.conflict:
+                return  # posted before a restart: this transition is already reported
             log.warning(
                 "cannot post event",
                 extra={"fields": {"reason": decision.reason, "error": str(error)}},

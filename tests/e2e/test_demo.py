@@ -26,7 +26,7 @@ def test_demo_runs_every_step_and_leaves_nothing_behind() -> None:
     for expected in (
         "[7/7]",
         "RuntimeReady",
-        "Upgrading=True reason=UpgradeInProgress",
+        "RuntimeUpgradeStarted",
         "UpgradeComplete",
         "RuntimeUpgradeCompleted",
         "spec.provider.baseURL",
