@@ -425,15 +425,19 @@ def test_restart_mid_rollout_loses_and_duplicates_nothing(
         apply(plane, runtime_manifest(name, namespace))
         wait_ready(plane, name, namespace, f"{IMAGE}:1.0.0")
     first = Controller(plane, log, *args)
-    first.wait_ready()
-    # Paused, the rollout cannot finish before the kill (kwok may otherwise complete it
-    # between two polls); pausing is the user's right, the operator leaves spec.paused alone.
-    deployment = f"deployment/{name}"
-    plane.kubectl("rollout", "pause", deployment, "-n", namespace)
-    apply(plane, runtime_manifest(name, namespace, image={"repository": IMAGE, "tag": "1.1.0"}))
-    wait_condition(plane, name, namespace, "Upgrading", "True", "UpgradeInProgress")
-    first.signal(signal.SIGKILL)
-    first.process.wait()
+    try:
+        first.wait_ready()
+        # Paused, the rollout cannot finish before the kill (kwok may otherwise complete
+        # it between two polls); pausing is the user's right, the operator leaves it alone.
+        deployment = f"deployment/{name}"
+        plane.kubectl("rollout", "pause", deployment, "-n", namespace)
+        new_image = {"repository": IMAGE, "tag": "1.1.0"}
+        apply(plane, runtime_manifest(name, namespace, image=new_image))
+        wait_condition(plane, name, namespace, "Upgrading", "True", "UpgradeInProgress")
+        first.signal(signal.SIGKILL)
+    finally:
+        first.process.kill()  # no-op after the SIGKILL; stops it if the test failed first
+        first.process.wait()
     with running_controller(plane, log, *args):
         plane.kubectl("rollout", "resume", deployment, "-n", namespace)
         wait_ready(plane, name, namespace, f"{IMAGE}:1.1.0")
