@@ -4,11 +4,16 @@ One JSON object per line so log pipelines can index fields (hook, uid,
 verdict, ...) without parsing prose. Callers pass fields with
 `logger.info("message", extra={"fields": {...}})`; they must never pass
 object contents or Secret values.
+
+A logged exception shows its type and stack frames but not its message:
+an unexpected error's message can quote the object being processed (a
+hand-edited Deployment may carry a literal credential in an env value).
 """
 
 import json
 import logging
 import sys
+import traceback
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
@@ -28,9 +33,15 @@ class JsonFormatter(logging.Formatter):
         fields = getattr(record, FIELDS_ATTRIBUTE, None)
         if isinstance(fields, dict):
             entry.update(fields)
-        if record.exc_info:
-            entry["error"] = self.formatException(record.exc_info)
+        if record.exc_info and record.exc_info[1] is not None:
+            entry["error"] = exception_summary(record.exc_info[1])
         return json.dumps(entry, default=str, ensure_ascii=False)
+
+
+def exception_summary(error: BaseException) -> str:
+    """`Type` and the traceback's frames (file, line, source), never the message."""
+    frames = "".join(traceback.format_tb(error.__traceback__))
+    return f"{type(error).__qualname__}\n{frames}".rstrip()
 
 
 def configure_json_logging(level: str = "info", stream: TextIO = sys.stderr) -> None:

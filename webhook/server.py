@@ -27,6 +27,7 @@ from certs.authority import CertificateError, service_dns_names
 from certs.inject import ConflictError, describe
 from certs.reload import ReloadingTLS
 from certs.selfmanaged import SelfManaged
+from common.constants import WEBHOOK_CONFIG_NAME, WEBHOOK_SECRET_NAME, WEBHOOK_SERVICE_NAME
 from webhook.app import AdmissionSettings, create_admission_app, create_health_app
 from webhook.metrics import WebhookMetrics
 from webhook.secret_names import secret_names_lister
@@ -45,11 +46,11 @@ class ServeOptions:
     cert_mode: CertMode = "self-managed"
     cert_dir: Path | None = None
     namespace: str = ""
-    secret_name: str = "trussium-webhook-tls"
-    service_name: str = "trussium-webhook"
+    secret_name: str = WEBHOOK_SECRET_NAME
+    service_name: str = WEBHOOK_SERVICE_NAME
     dns_names: tuple[str, ...] = ()
     ip_addresses: tuple[str, ...] = ()
-    webhook_config_names: tuple[str, ...] = ("trussium-operator",)
+    webhook_config_names: tuple[str, ...] = (WEBHOOK_CONFIG_NAME,)
     kubeconfig: str | None = None
     max_request_bytes: int = 3 * 1024 * 1024
     shutdown_delay: float = 5.0
