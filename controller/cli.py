@@ -21,7 +21,7 @@ from common.logs import configure_json_logging
 from controller.kube import connect
 from controller.leader import Timing
 from controller.manager import Manager, Options
-from controller.render_cmd import run_render
+from controller.render_cmd import add_render_arguments, run_render
 
 log = logging.getLogger("controller")
 IN_CLUSTER_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
@@ -93,8 +93,9 @@ def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="trussium-controller")
     sub = root.add_subparsers(dest="command", required=True)
     _run_parser(sub)
-    render = sub.add_parser("render", help="print the objects a TrussiumRuntime manifest yields")
-    render.add_argument("-f", "--filename", required=True, help="manifest file, '-' for stdin")
+    add_render_arguments(
+        sub.add_parser("render", help="print the objects a TrussiumRuntime manifest yields")
+    )
     return root
 
 

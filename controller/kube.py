@@ -18,7 +18,6 @@ from common import constants as c
 
 JSON = "application/json"
 APPLY_PATCH = "application/apply-patch+yaml"
-MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 # Asks for PartialObjectMetadata: names and metadata only, never a Secret's data.
 METADATA_ONLY = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"

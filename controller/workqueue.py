@@ -34,9 +34,6 @@ class ItemBackoff:
         self._failures[key] = failures + 1
         return min(self.base * 2.0**failures, self.cap)
 
-    def retries(self, key: str) -> int:
-        return self._failures.get(key, 0)
-
     def forget(self, key: str) -> None:
         self._failures.pop(key, None)
 

@@ -51,14 +51,6 @@ class Components:
     def path(self, name: str) -> Path:
         return self.bin_dir / name
 
-    @property
-    def kubernetes_version(self) -> str:
-        return self.versions["KUBERNETES_VERSION"]
-
-    @property
-    def helm_version(self) -> str:
-        return self.versions["HELM_VERSION"]
-
 
 def pinned_versions() -> dict[str, str]:
     return parse_versions(VERSIONS_FILE.read_text())
