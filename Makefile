@@ -38,7 +38,7 @@ unit: venv
 	$(BIN)/pytest -ra -m "not api and not cluster" $(PYTEST_ARGS)
 
 crd: venv
-	$(BIN)/python -m common.crd
+	$(BIN)/python -m hack.crd
 
 cluster: venv components
 	$(BIN)/python -m devcluster up --profile $(or $(PROFILE),cluster)
