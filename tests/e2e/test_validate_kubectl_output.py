@@ -25,4 +25,4 @@ def test_a_kubectl_list_of_stored_runtimes_validates(plane: ControlPlane, namesp
         [*VALIDATE, "-f", "-"], input=listed, capture_output=True, text=True, check=False
     )
     assert (result.returncode, result.stderr) == (0, "")
-    assert "2 TrussiumRuntime(s) valid" in result.stdout
+    assert "2 TrussiumRuntime(s) in 1 file(s): 2 valid, 0 invalid" in result.stdout
