@@ -112,7 +112,7 @@ def _serve(args: argparse.Namespace) -> int:
             server.split_address(address)
     except ValueError as error:
         return fail(PROGRAM, error)
-    if args.cert_dir is not None and not args.cert_dir.is_dir():
+    if args.cert_mode == "files" and args.cert_dir is not None and not args.cert_dir.is_dir():
         return fail(PROGRAM, f"--cert-dir {args.cert_dir}: not a folder")
     if args.kubeconfig and not Path(args.kubeconfig).is_file():
         return fail(PROGRAM, f"--kubeconfig {args.kubeconfig}: no such file")
