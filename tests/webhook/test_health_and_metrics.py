@@ -50,7 +50,8 @@ async def test_metrics_under_controller_runtime_names_plus_verdicts_and_process(
     validate = 'webhook="/validate-trussiumruntime"'
     for line in (
         f'controller_runtime_webhook_requests_total{{code="200",{validate}}} 2.0',
-        'controller_runtime_webhook_requests_total{code="400",webhook="/mutate-trussiumruntime"} 1.0',
+        'controller_runtime_webhook_requests_total{code="400",'
+        'webhook="/mutate-trussiumruntime"} 1.0',
         f"controller_runtime_webhook_latency_seconds_count{{{validate}}} 2.0",
         f"controller_runtime_webhook_requests_in_flight{{{validate}}} 0.0",
         'trussium_webhook_requests_total{hook="validate-trussiumruntime",verdict="allowed"} 1.0',
