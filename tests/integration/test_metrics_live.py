@@ -77,9 +77,7 @@ def test_controller_and_webhook_metrics_on_a_running_operator(
 ) -> None:
     install_crds(plane)
     release = f"trussium-operator-{secrets.token_hex(3)}"  # the chart names objects after it
-    operator = HostOperator(
-        plane, namespace=release, release=release, watch_namespace=namespace
-    )
+    operator = HostOperator(plane, namespace=release, release=release, watch_namespace=namespace)
     try:
         with operator:
             plane.kubectl("apply", "-n", namespace, "-f", "-", input=RUNTIME)
