@@ -339,6 +339,28 @@ def test_missing_secret_warning_reaches_kubectl(kubectl: Kubectl, reviewed_names
     assert "'openai-credentials'" in again.stderr
 
 
+def test_the_api_server_defaults_before_the_mutating_hook(
+    kubectl: Kubectl, reviewed_namespace: str, webhook: RunningWebhook
+) -> None:
+    """The CRD schema's defaults are applied when the API server decodes the request, so
+    the mutating hook sees a defaulted object and has nothing to patch (docs/architecture.md)."""
+    kubectl("apply", "-n", reviewed_namespace, "-f", "-", input=_runtime("defaulted"))
+    stored = json.loads(
+        kubectl("get", PLURAL, "defaulted", "-n", reviewed_namespace, "-o", "json").stdout
+    )
+    assert stored["spec"]["service"] == {"type": "ClusterIP", "port": 9000}
+    reviews = [
+        entry
+        for entry in map(json.loads, webhook.log.read_text().splitlines())
+        if entry.get("msg") == "admission reviewed"
+        and entry.get("object") == f"{reviewed_namespace}/defaulted"
+        and not entry.get("dry_run")
+    ]
+    hooks = {(entry["hook"], entry["operation"], entry["patched"]) for entry in reviews}
+    assert ("mutate-trussiumruntime", "CREATE", False) in hooks, reviews
+    assert not any(patched for hook, _, patched in hooks if hook == "mutate-trussiumruntime")
+
+
 def test_update_of_an_old_violation_is_allowed_with_a_warning(
     kubectl: Kubectl, namespace: str, webhook: RunningWebhook
 ) -> None:
