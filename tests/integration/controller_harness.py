@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
+from common.conditions import conditions_of, find_condition
 from devcluster import ControlPlane
 
 USER_AGENT_PREFIX = "trussium-operator/"
@@ -173,10 +174,8 @@ def must_get(plane: ControlPlane, kind: str, name: str, namespace: str) -> Obj:
 
 def condition(runtime: Obj | None, type_: str) -> tuple[str, str]:
     """(status, reason) of a condition, ("", "") when absent."""
-    for item in ((runtime or {}).get("status") or {}).get("conditions") or ():
-        if item.get("type") == type_:
-            return item.get("status", ""), item.get("reason", "")
-    return "", ""
+    found = find_condition(conditions_of((runtime or {}).get("status")), type_) or {}
+    return found.get("status", ""), found.get("reason", "")
 
 
 def wait_condition(
