@@ -11,7 +11,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -20,7 +19,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from common.conditions import conditions_of, find_condition
-from devcluster import ControlPlane
+from devcluster import ControlPlane, polling
 
 USER_AGENT_PREFIX = "trussium-operator/"
 IMAGE = "ghcr.io/trussium/runtime"
@@ -32,14 +31,7 @@ Obj = dict[str, Any]
 
 def wait_for(check: Callable[[], T | None], what: str, timeout: float = 90.0) -> T:
     """Poll `check` until it returns something truthy; fail naming `what` on timeout."""
-    deadline = time.monotonic() + timeout
-    last: T | None = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(0.25)
-    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r})")
+    return polling.wait_for(check, what, timeout)
 
 
 def free_port() -> int:

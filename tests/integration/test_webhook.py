@@ -37,6 +37,7 @@ from common.manifests import parse_manifests
 from common.validation import schema_errors
 from devcluster import ControlPlane
 from devcluster.hostoperator import install_crds
+from devcluster.polling import wait_for
 from tests.conftest import Kubectl
 from webhook.offline import validate_paths
 
@@ -46,6 +47,8 @@ OPERATOR_ACCOUNT = "trussium-system:trussium-operator"
 OPERATOR = f"system:serviceaccount:{OPERATOR_ACCOUNT}"
 SELECTOR_LABEL = "trussium.test/webhook"
 READY_TIMEOUT = 60.0
+# How long a configuration change may take to reach the API server's admission chain.
+EVENTUALLY_SECONDS = 20.0
 
 pytestmark = pytest.mark.api
 
@@ -240,7 +243,7 @@ def reviewed_namespace(namespace: str, kubectl: Kubectl, webhook: RunningWebhook
     # The API server sees namespace labels through an informer: wait until a
     # value only the webhook forbids is refused here.
     probe = _runtime("probe", podMetadata={"labels": {"app.kubernetes.io/name": "x"}})
-    _eventually(
+    wait_for(
         lambda: (
             kubectl(
                 "apply", "--dry-run=server", "-n", namespace, "-f", "-", input=probe, check=False
@@ -248,16 +251,9 @@ def reviewed_namespace(namespace: str, kubectl: Kubectl, webhook: RunningWebhook
             != 0
         ),
         "the webhook to review requests in the labelled namespace",
+        EVENTUALLY_SECONDS,
     )
     return namespace
-
-
-def _eventually(condition: Any, what: str, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        time.sleep(0.2)
 
 
 def _runtime(name: str, **spec: Any) -> str:
@@ -375,7 +371,7 @@ def test_update_of_an_old_violation_is_allowed_with_a_warning(
         edited = kubectl("patch", PLURAL, "legacy", "-n", namespace, "--type=merge", "-p", patch)
         return "already present before this update" in edited.stderr
 
-    _eventually(edit_warns, "the ratcheting warning")
+    wait_for(edit_warns, "the ratcheting warning", EVENTUALLY_SECONDS)
     new_violation = json.dumps(
         {"spec": {"podMetadata": {"annotations": {"runtime.trussium.io/x": "y"}}}}
     )
@@ -571,7 +567,7 @@ def test_self_managed_mode_keeps_a_secret_and_injects_the_ca_bundle(
             assert set(bundles) == {secret["data"]["ca.crt"]}
         kubectl("label", "namespace", namespace, f"{SELECTOR_LABEL}={selector_value}")
         invalid = str(SAMPLES / "invalid" / "operator-owned-metadata.yaml")
-        _eventually(
+        wait_for(
             lambda: (
                 "spec.podMetadata.labels[app.kubernetes.io/managed-by]"
                 in kubectl(
@@ -579,6 +575,7 @@ def test_self_managed_mode_keeps_a_secret_and_injects_the_ca_bundle(
                 ).stderr
             ),
             "the self-managed webhook to review requests",
+            EVENTUALLY_SECONDS,
         )
         valid = str(SAMPLES / "valid" / "minimal.yaml")
         kubectl("apply", "--dry-run=server", "-n", namespace, "-f", valid)
