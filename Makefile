@@ -10,7 +10,7 @@ SRC := common webhook controller certs devcluster tests hack
 test: venv components lint typecheck pytest
 
 venv: $(VENV)/.installed
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml VERSION
 	@echo ">> creating virtualenv and installing the project"
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
