@@ -8,7 +8,6 @@ through the API server and its audit log, as a user would.
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import urllib.request
@@ -20,6 +19,7 @@ from typing import Any, TypeVar
 
 from common.conditions import conditions_of, find_condition
 from devcluster import ControlPlane, polling
+from devcluster.layout import free_port
 
 USER_AGENT_PREFIX = "trussium-operator/"
 IMAGE = "ghcr.io/trussium/runtime"
@@ -32,13 +32,6 @@ Obj = dict[str, Any]
 def wait_for(check: Callable[[], T | None], what: str, timeout: float = 90.0) -> T:
     """Poll `check` until it returns something truthy; fail naming `what` on timeout."""
     return polling.wait_for(check, what, timeout)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 class Controller:

@@ -37,6 +37,7 @@ from common.manifests import parse_manifests
 from common.validation import schema_errors
 from devcluster import ControlPlane
 from devcluster.hostoperator import install_crds
+from devcluster.layout import free_port
 from devcluster.polling import wait_for
 from tests.conftest import Kubectl
 from webhook.offline import validate_paths
@@ -70,13 +71,6 @@ def _generate(out: Path, ca_dir: Path) -> int:
     return main_certs(
         ["generate", "--out", str(out), "--ca-dir", str(ca_dir), "--ip-address", "127.0.0.1"]
     )
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def _wait_ready(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
@@ -162,7 +156,7 @@ def _configurations(name: str, port: int, ca_bundle: str, selector_value: str) -
 @contextlib.contextmanager
 def _serving(plane: ControlPlane, log: Path, port: int, *flags: str) -> Iterator[None]:
     """`trussium-webhook serve` on `port` until the block ends; entered once /readyz is ok."""
-    health_port = _free_port()
+    health_port = free_port()
     with log.open("wb") as log_file:
         process = subprocess.Popen(
             [
@@ -224,7 +218,7 @@ def webhook(
     cert_dir, ca_dir, log = work / "serving", work / "ca", work / "webhook.log"
     assert _generate(cert_dir, ca_dir) == 0
     ca_bundle = base64.b64encode((cert_dir / "ca.crt").read_bytes()).decode()
-    port, selector_value = _free_port(), secrets.token_hex(4)
+    port, selector_value = free_port(), secrets.token_hex(4)
     with (
         _serving(api_plane, log, port, "--cert-mode=files", f"--cert-dir={cert_dir}"),
         _registered(api_plane, port, ca_bundle, selector_value),
@@ -542,7 +536,7 @@ def test_plain_http_is_refused(webhook: RunningWebhook) -> None:
 def test_self_managed_mode_keeps_a_secret_and_injects_the_ca_bundle(
     plane: ControlPlane, crd: None, kubectl: Kubectl, namespace: str, tmp_path: Path
 ) -> None:
-    port, selector_value = _free_port(), secrets.token_hex(4)
+    port, selector_value = free_port(), secrets.token_hex(4)
     with (
         _registered(plane, port, "", selector_value) as name,
         _serving(
