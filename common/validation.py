@@ -26,7 +26,7 @@ from common.defaulting import apply_defaults
 from common.images import render_image
 from common.k8s_validation import FieldError
 from common.quantity import QuantityError, parse_quantity
-from common.references import referenced_secret_names
+from common.references import referenced_secret_paths
 
 __all__ = ["FieldError", "ValidationResult", "schema_errors", "validate_runtime"]
 
@@ -34,11 +34,16 @@ __all__ = ["FieldError", "ValidationResult", "schema_errors", "validate_runtime"
 @dataclass(frozen=True)
 class ValidationResult:
     errors: tuple[FieldError, ...]
-    warnings: tuple[str, ...]
+    field_warnings: tuple[FieldError, ...] = ()
 
     @property
     def allowed(self) -> bool:
         return not self.errors
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """As an admission response carries them: `path: message`."""
+        return tuple(f"{w.path}: {w.message}" for w in self.field_warnings)
 
 
 MUTABLE_TAG = "latest"
@@ -288,11 +293,12 @@ def _errors(obj: Mapping[str, Any]) -> tuple[list[FieldError], TrussiumRuntimeSp
 
 def _warnings(
     obj: Mapping[str, Any], model: TrussiumRuntimeSpec, existing_secrets: frozenset[str] | None
-) -> Iterator[str]:
+) -> Iterator[FieldError]:
     if model.image.tag == MUTABLE_TAG and model.image.digest is None:
-        yield (
-            f"spec.image.tag: the mutable tag {MUTABLE_TAG!r} makes rollouts unreproducible; "
-            "pin a version tag or a digest"
+        yield FieldError(
+            "spec.image.tag",
+            f"the mutable tag {MUTABLE_TAG!r} makes rollouts unreproducible; "
+            "pin a version tag or a digest",
         )
     raw_replicas = k8s_validation.as_dict(obj.get("spec")).get("replicas")
     default_replicas = TrussiumRuntimeSpec.model_fields["replicas"].default
@@ -301,16 +307,17 @@ def _warnings(
         and model.autoscaling.enabled
         and raw_replicas not in (None, default_replicas)
     ):
-        yield (
-            "spec.replicas: ignored while spec.autoscaling.enabled is true; the autoscaler owns "
-            "the replica count"
+        yield FieldError(
+            "spec.replicas",
+            "ignored while spec.autoscaling.enabled is true; the autoscaler owns the replica count",
         )
     if existing_secrets is not None:
-        for name in referenced_secret_names(model):
+        for name, path in referenced_secret_paths(model).items():
             if name not in existing_secrets:
-                yield (
+                yield FieldError(
+                    path,
                     f"Secret {name!r} does not exist in this namespace yet; the runtime is not "
-                    "deployed until it does"
+                    "deployed until it does",
                 )
 
 
@@ -323,13 +330,15 @@ def validate_runtime(
     path and message is demoted to a warning.
     """
     if not isinstance(obj, Mapping):
-        return ValidationResult(schema_errors(obj), ())
+        return ValidationResult(schema_errors(obj))
     errors, model = _errors(obj)
     warnings = list(_warnings(obj, model, existing_secrets)) if model else []
     if isinstance(old, Mapping):
         preexisting = {(e.path, e.message) for e in _errors(old)[0]}
         warnings += [
-            f"{e.path}: {e.message} (already present before this update, so not blocking it)"
+            FieldError(
+                e.path, f"{e.message} (already present before this update, so not blocking it)"
+            )
             for e in errors
             if (e.path, e.message) in preexisting
         ]

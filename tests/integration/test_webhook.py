@@ -32,15 +32,16 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from certs.cli import main_certs
+from cmdline.inputs import read_manifests
 from common.constants import GROUP, PLURAL, VERSION
 from common.manifests import parse_manifests
+from common.offline import check_documents
 from common.validation import schema_errors
 from devcluster import ControlPlane
 from devcluster.hostoperator import install_crds
 from devcluster.layout import free_port
 from devcluster.polling import wait_for
 from tests.conftest import Kubectl
-from webhook.offline import validate_paths
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "tests" / "samples"
@@ -281,8 +282,8 @@ def test_cluster_and_offline_validator_agree(
 ) -> None:
     """Same verdict offline, with server-side dry-run and for real; defaults and errors shown."""
     namespace = reviewed_namespace
-    report = validate_paths([str(path)], sys.stdin)
-    offline_valid = report.exit_code(strict=False) == 0
+    report = check_documents(read_manifests([str(path)], sys.stdin).documents)
+    offline_valid = not report.failing(strict=False)
 
     dry_run = kubectl("apply", "--dry-run=server", "-n", namespace, "-f", str(path), check=False)
     assert (dry_run.returncode == 0) == offline_valid, dry_run.stderr
@@ -293,8 +294,9 @@ def test_cluster_and_offline_validator_agree(
     assert applied.returncode == dry_run.returncode, applied.stderr
     if offline_valid:
         for finding in report.findings:
-            assert f"Warning: {finding.message}" in applied.stderr
-        for expected in report.defaulted:
+            assert f"Warning: {finding.field}: {finding.message}" in applied.stderr
+        for runtime in report.runtimes:
+            expected = runtime.defaulted or {}
             name = expected["metadata"]["name"]
             live = json.loads(kubectl("get", PLURAL, name, "-n", namespace, "-o", "json").stdout)
             assert live["spec"] == expected["spec"], "stored defaults differ from offline ones"
@@ -316,10 +318,13 @@ def test_cluster_and_offline_validator_agree(
 def test_missing_secret_warning_reaches_kubectl(kubectl: Kubectl, reviewed_namespace: str) -> None:
     production = (SAMPLES / "valid" / "production.yaml").read_text()
     applied = kubectl("apply", "-n", reviewed_namespace, "-f", "-", input=production)
-    assert "Warning: Secret 'openai-credentials' does not exist in this namespace yet" in (
+    assert (
+        "Warning: spec.provider.credentialsSecretRef.name: Secret 'openai-credentials' does not "
+        "exist in this namespace yet"
+    ) in applied.stderr
+    assert "Warning: spec.imagePullSecrets[0].name: Secret 'ghcr-pull' does not exist" in (
         applied.stderr
     )
-    assert "Warning: Secret 'ghcr-pull' does not exist" in applied.stderr
     kubectl(
         "create", "secret", "generic", "ghcr-pull", "-n", reviewed_namespace, "--from-literal=a=b"
     )
