@@ -17,6 +17,7 @@ from certs.cli import add_certs_commands
 from common.constants import WEBHOOK_CONFIG_NAME, WEBHOOK_SECRET_NAME, WEBHOOK_SERVICE_NAME
 from common.logs import configure_json_logging
 from webhook.app import DEFAULT_MAX_REQUEST_BYTES
+from webhook.connections import DEFAULT_LIMITS, ConnectionLimits
 from webhook.offline import add_validate_command
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
@@ -73,6 +74,32 @@ def _add_serve_command(subparsers: "argparse._SubParsersAction[argparse.Argument
         default=int(_env("max-request-bytes") or DEFAULT_MAX_REQUEST_BYTES),
     )
     add(
+        "--header-timeout",
+        type=float,
+        default=float(_env("header-timeout") or DEFAULT_LIMITS.header_timeout),
+        help="seconds a connection gets for its TLS handshake and for each complete request "
+        "head; also how long an idle keep-alive connection stays open",
+    )
+    add(
+        "--body-timeout",
+        type=float,
+        default=float(_env("body-timeout") or DEFAULT_LIMITS.body_timeout),
+        help="seconds a request body gets to arrive in full",
+    )
+    add(
+        "--max-connections",
+        type=int,
+        default=int(_env("max-connections") or DEFAULT_LIMITS.max_connections),
+        help="open connections per listener; more are closed on arrival",
+    )
+    add(
+        "--secret-lookup",
+        action="store_true",
+        default=_env("secret-lookup", "false") == "true",
+        help="warn when a runtime references a Secret that does not exist yet (needs RBAC to "
+        "list Secrets in the served namespaces; the controller reports it in status anyway)",
+    )
+    add(
         "--shutdown-delay",
         type=float,
         default=float(_env("shutdown-delay") or 5.0),
@@ -118,6 +145,12 @@ def _serve(args: argparse.Namespace) -> int:
         ),
         kubeconfig=args.kubeconfig,
         max_request_bytes=args.max_request_bytes,
+        limits=ConnectionLimits(
+            header_timeout=args.header_timeout,
+            body_timeout=args.body_timeout,
+            max_connections=args.max_connections,
+        ),
+        secret_lookup=args.secret_lookup,
         shutdown_delay=args.shutdown_delay,
         shutdown_timeout=args.shutdown_timeout,
     )
