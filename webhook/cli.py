@@ -16,7 +16,7 @@ from pathlib import Path
 from certs.cli import add_certs_commands
 from common.constants import WEBHOOK_CONFIG_NAME, WEBHOOK_SECRET_NAME, WEBHOOK_SERVICE_NAME
 from common.logs import configure_json_logging
-from webhook.app import DEFAULT_MAX_REQUEST_BYTES
+from webhook.app import DEFAULT_BODY_TIMEOUT_SECONDS, DEFAULT_MAX_REQUEST_BYTES
 from webhook.connections import DEFAULT_LIMITS, ConnectionLimits
 from webhook.offline import add_validate_command
 
@@ -83,7 +83,7 @@ def _add_serve_command(subparsers: "argparse._SubParsersAction[argparse.Argument
     add(
         "--body-timeout",
         type=float,
-        default=float(_env("body-timeout") or DEFAULT_LIMITS.body_timeout),
+        default=float(_env("body-timeout") or DEFAULT_BODY_TIMEOUT_SECONDS),
         help="seconds a request body gets to arrive in full",
     )
     add(
@@ -146,10 +146,9 @@ def _serve(args: argparse.Namespace) -> int:
         kubeconfig=args.kubeconfig,
         max_request_bytes=args.max_request_bytes,
         limits=ConnectionLimits(
-            header_timeout=args.header_timeout,
-            body_timeout=args.body_timeout,
-            max_connections=args.max_connections,
+            header_timeout=args.header_timeout, max_connections=args.max_connections
         ),
+        body_timeout=args.body_timeout,
         secret_lookup=args.secret_lookup,
         shutdown_delay=args.shutdown_delay,
         shutdown_timeout=args.shutdown_timeout,

@@ -7,7 +7,8 @@ hour, and accepts any number of them. Here every listener gets:
   start or the end of the previous response, which is also the idle
   keep-alive limit (aiohttp's keep-alive timer, which data trickling in does
   not extend: a connection still waiting for its request head is closed);
-- a body deadline, applied by the admission handler around its read;
+- a body deadline, applied by the admission handler around its read
+  (`AdmissionSettings.body_timeout`);
 - a cap on open connections: one past the cap is closed as soon as it is
   accepted, and counted.
 aiohttp's own connection-level errors (malformed HTTP, a client gone
@@ -25,7 +26,6 @@ from typing import Any
 from aiohttp import web
 from prometheus_client import Counter
 
-from webhook.app import DEFAULT_BODY_TIMEOUT_SECONDS
 from webhook.metrics import WebhookMetrics
 
 log = logging.getLogger(__name__)
@@ -36,7 +36,6 @@ class ConnectionLimits:
     """Seconds and counts every listener of the webhook holds clients to."""
 
     header_timeout: float = 10.0
-    body_timeout: float = DEFAULT_BODY_TIMEOUT_SECONDS
     max_connections: int = 256
     # Time given to a client still sending a body the server has answered
     # (a 413 or 408) before the connection is closed.

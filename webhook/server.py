@@ -28,7 +28,12 @@ from certs.inject import ConflictError, describe
 from certs.reload import ReloadingTLS
 from certs.selfmanaged import SelfManaged
 from common.constants import WEBHOOK_CONFIG_NAME, WEBHOOK_SECRET_NAME, WEBHOOK_SERVICE_NAME
-from webhook.app import AdmissionSettings, create_admission_app, create_health_app
+from webhook.app import (
+    DEFAULT_BODY_TIMEOUT_SECONDS,
+    AdmissionSettings,
+    create_admission_app,
+    create_health_app,
+)
 from webhook.connections import DEFAULT_LIMITS, ConnectionLimits, Listener, listen
 from webhook.metrics import WebhookMetrics
 from webhook.secret_names import secret_names_lister
@@ -55,6 +60,7 @@ class ServeOptions:
     kubeconfig: str | None = None
     max_request_bytes: int = 3 * 1024 * 1024
     limits: ConnectionLimits = DEFAULT_LIMITS
+    body_timeout: float = DEFAULT_BODY_TIMEOUT_SECONDS
     # Warn about referenced Secrets that do not exist (needs `list secrets`).
     secret_lookup: bool = False
     shutdown_delay: float = 5.0
@@ -115,7 +121,7 @@ async def serve(options: ServeOptions, stop: asyncio.Event | None = None) -> Non
             settings = AdmissionSettings(
                 operator_username=options.operator_username,
                 max_request_bytes=options.max_request_bytes,
-                body_timeout=options.limits.body_timeout,
+                body_timeout=options.body_timeout,
                 secret_names=(
                     secret_names_lister(api_client)
                     if api_client and options.secret_lookup
