@@ -221,7 +221,14 @@ def webhook(
     ca_bundle = base64.b64encode((cert_dir / "ca.crt").read_bytes()).decode()
     port, selector_value = free_port(), secrets.token_hex(4)
     with (
-        _serving(api_plane, log, port, "--cert-mode=files", f"--cert-dir={cert_dir}"),
+        _serving(
+            api_plane,
+            log,
+            port,
+            "--cert-mode=files",
+            f"--cert-dir={cert_dir}",
+            "--secret-lookup",
+        ),
         _registered(api_plane, port, ca_bundle, selector_value),
     ):
         yield RunningWebhook(port, cert_dir, ca_dir, selector_value, log)
@@ -379,6 +386,72 @@ def test_update_of_an_old_violation_is_allowed_with_a_warning(
     )
     assert refused.returncode != 0
     assert "spec.podMetadata.annotations[runtime.trussium.io/x]" in refused.stderr
+
+
+@pytest.mark.parametrize(
+    ("name", "reason"),
+    [
+        ("1abc", "starting with a letter"),
+        ("a.b", "DNS-1035 label"),
+        ("a" * 64, "no more than 63 characters"),
+    ],
+)
+def test_a_name_the_operator_cannot_use_is_rejected_with_the_reason(
+    kubectl: Kubectl, reviewed_namespace: str, name: str, reason: str
+) -> None:
+    """The API server alone admits these (CR names are DNS subdomains), but the runtime's
+    Service needs a DNS-1035 label and its instance label a value of at most 63 characters."""
+    manifest = _runtime(name)
+    applied = kubectl("apply", "-n", reviewed_namespace, "-f", "-", input=manifest, check=False)
+    assert applied.returncode != 0
+    assert "metadata.name" in applied.stderr
+    assert reason in applied.stderr
+    assert "Service" in applied.stderr
+    longest = _runtime("a" * 63)
+    kubectl("apply", "--dry-run=server", "-n", reviewed_namespace, "-f", "-", input=longest)
+
+
+HUGE_PAGES = {
+    "limits": {"cpu": "1", "memory": "1Gi", "hugepages-2Mi": "1e1000000"},
+    "requests": {"cpu": "1", "memory": "1Gi", "hugepages-2Mi": "1e1000000"},
+}
+
+
+def test_a_quantity_kubernetes_cannot_count_is_rejected_at_its_field(
+    kubectl: Kubectl, reviewed_namespace: str
+) -> None:
+    """The API server keeps such a quantity only rewritten (1e1000000 becomes 10e999999), so
+    the Deployment the operator renders never matches the live one, and no node can offer
+    that count: the runtime is refused before anything is rendered from it."""
+    deployment = yaml.safe_load(_managed_deployment("huge"))
+    deployment["spec"]["template"]["spec"]["containers"][0]["resources"] = HUGE_PAGES
+    stored = json.loads(
+        kubectl(
+            "apply",
+            "--dry-run=server",
+            "-n",
+            reviewed_namespace,
+            "-f",
+            "-",
+            "-o",
+            "json",
+            input=json.dumps(deployment),
+        ).stdout
+    )
+    limits = stored["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]
+    assert limits["hugepages-2Mi"] != HUGE_PAGES["limits"]["hugepages-2Mi"]
+    applied = kubectl(
+        "apply",
+        "-n",
+        reviewed_namespace,
+        "-f",
+        "-",
+        input=_runtime("huge", resources=HUGE_PAGES),
+        check=False,
+    )
+    assert applied.returncode != 0
+    assert "spec.resources.limits[hugepages-2Mi]" in applied.stderr
+    assert "out of range" in applied.stderr
 
 
 def _managed_deployment(name: str) -> str:
@@ -541,18 +614,21 @@ def test_plain_http_is_refused(webhook: RunningWebhook) -> None:
 def test_self_managed_mode_keeps_a_secret_and_injects_the_ca_bundle(
     plane: ControlPlane, crd: None, kubectl: Kubectl, namespace: str, tmp_path: Path
 ) -> None:
+    """Also at debug level: the log holds no byte of the keys it reads and writes."""
     port, selector_value = free_port(), secrets.token_hex(4)
+    log = tmp_path / "webhook.log"
     with (
         _registered(plane, port, "", selector_value) as name,
         _serving(
             plane,
-            tmp_path / "webhook.log",
+            log,
             port,
             "--cert-mode=self-managed",
             f"--namespace={namespace}",
             "--secret-name=webhook-tls",
             "--ip-address=127.0.0.1",
             f"--webhook-config-name={name}",
+            "--log-level=debug",
         ),
     ):
         secret = json.loads(
@@ -578,3 +654,17 @@ def test_self_managed_mode_keeps_a_secret_and_injects_the_ca_bundle(
         )
         valid = str(SAMPLES / "valid" / "minimal.yaml")
         kubectl("apply", "--dry-run=server", "-n", namespace, "-f", valid)
+        # A malformed review is logged at debug: proof that debug lines are written.
+        ca = ssl.create_default_context(cadata=base64.b64decode(secret["data"]["ca.crt"]).decode())
+        connection = http.client.HTTPSConnection("127.0.0.1", port, context=ca, timeout=10)
+        connection.request("POST", "/validate-trussiumruntime", body=b"{not json")
+        assert connection.getresponse().status == 400
+        connection.close()
+        wait_for(lambda: "admission request refused" in log.read_text(), "the debug line", 20.0)
+    written = log.read_text()
+    assert '"level": "debug"' in written
+    for key in ("tls.key", "ca.key"):
+        encoded = secret["data"][key]
+        pem_body = "".join(base64.b64decode(encoded).decode().splitlines()[1:-1])
+        for form in (encoded, pem_body, pem_body[:64]):
+            assert form not in written, f"{key} in the webhook's debug log"
