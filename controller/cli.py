@@ -18,6 +18,8 @@ from pathlib import Path
 
 from common import constants as c
 from common.logs import configure_json_logging
+from common.managed_fields import GO_OPERATOR_MANAGER
+from controller.exclusion import GO_OPERATOR_LEASE, LeaseRef
 from controller.kube import connect
 from controller.leader import Timing
 from controller.manager import Manager, Options
@@ -74,6 +76,25 @@ def _run_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> N
         ("--health-probe-bind-address", {"default": "0.0.0.0:8081", "help": '"0" disables'}),
         ("--log-level", {"default": "info", "choices": ["debug", "info", "warning", "error"]}),
         ("--identity", {"default": None, "help": "default: POD_NAME, else the host name"}),
+        (
+            "--legacy-field-managers",
+            {
+                "default": GO_OPERATOR_MANAGER,
+                "help": "comma-separated field managers whose Update-owned fields are taken "
+                "over, so fields no longer rendered get pruned (default: the Go operator's)",
+            },
+        ),
+        (
+            "--go-operator-lease-name",
+            {"default": GO_OPERATOR_LEASE.name, "help": "the Go operator's leader Lease"},
+        ),
+        (
+            "--go-operator-lease-namespace",
+            {
+                "default": GO_OPERATOR_LEASE.namespace,
+                "help": "where the Go operator runs (its Helm release namespace, if so installed)",
+            },
+        ),
     ]
     for flag, options in flags:
         env = os.environ.get(_env(flag))
@@ -86,6 +107,13 @@ def _run_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> N
         action=argparse.BooleanOptionalAction,
         default=_bool(elect) if elect is not None else True,
         help="only the Lease holder reconciles (default: on)",
+    )
+    exclusion = os.environ.get(_env("--go-operator-exclusion"))
+    run.add_argument(
+        "--go-operator-exclusion",
+        action=argparse.BooleanOptionalAction,
+        default=_bool(exclusion) if exclusion is not None else True,
+        help="do not reconcile while the Go operator's leader Lease is held (default: on)",
     )
 
 
@@ -119,6 +147,14 @@ def options_from(args: argparse.Namespace) -> Options:
         metrics_address=args.metrics_bind_address,
         health_address=args.health_probe_bind_address,
         identity=args.identity or os.environ.get("POD_NAME") or socket.gethostname(),
+        legacy_field_managers=frozenset(
+            name.strip() for name in str(args.legacy_field_managers).split(",") if name.strip()
+        ),
+        exclusion_lease=(
+            LeaseRef(args.go_operator_lease_namespace, args.go_operator_lease_name)
+            if args.go_operator_exclusion
+            else None
+        ),
     )
 
 
@@ -136,6 +172,8 @@ async def run(args: argparse.Namespace) -> int:
                 "identity": options.identity,
                 "watchNamespace": options.watch_namespace or "",
                 "leaderElect": options.leader_elect,
+                "legacyFieldManagers": sorted(options.legacy_field_managers),
+                "goOperatorLease": str(options.exclusion_lease or ""),
             }
         },
     )
