@@ -7,6 +7,7 @@ import pytest
 from common.managed_fields import has_legacy_entries, merge_fields, take_over
 
 OURS = "trussium-operator"
+Fields = dict[str, Any]
 LEGACY = frozenset({"manager"})
 
 
@@ -22,11 +23,13 @@ def entry(manager: str, operation: str, fields: dict[str, Any], **extra: str) ->
     }
 
 
-DATA_A = {"f:data": {".": {}, "f:A": {}}}
-DATA_B = {"f:data": {".": {}, "f:B": {}}}
-DATA_AB = {"f:data": {".": {}, "f:A": {}, "f:B": {}}}
-REPLICAS = {"f:spec": {"f:replicas": {}}}
-RESTARTED = {"f:spec": {"f:template": {"f:metadata": {"f:annotations": {"f:x/restartedAt": {}}}}}}
+DATA_A: Fields = {"f:data": {".": {}, "f:A": {}}}
+DATA_B: Fields = {"f:data": {".": {}, "f:B": {}}}
+DATA_AB: Fields = {"f:data": {".": {}, "f:A": {}, "f:B": {}}}
+REPLICAS: Fields = {"f:spec": {"f:replicas": {}}}
+RESTARTED: Fields = {
+    "f:spec": {"f:template": {"f:metadata": {"f:annotations": {"f:x/restartedAt": {}}}}}
+}
 
 CASES: list[tuple[str, list[dict[str, Any]], list[dict[str, Any]] | None]] = [
     ("no entries", [], None),
