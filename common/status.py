@@ -1,4 +1,4 @@
-"""A TrussiumRuntime's status from what one reconcile observed (CONTRACT.md 3, 6, 7).
+"""A TrussiumRuntime's status from what one reconcile observed (docs/contract.md 3, 6, 7).
 
 Zero and empty fields are left out of the written status, as the Go
 operator's `omitempty` fields are, so both operators write the same shape.
@@ -80,7 +80,7 @@ def endpoint(service: Mapping[str, Any] | None, namespace: str, default_port: in
 
 
 def availability(desired: int, available: int) -> ConditionState:
-    """The rule A(D) of CONTRACT.md section 7."""
+    """The rule A(D) of docs/contract.md section 7."""
     if desired == 0:
         return ConditionState("False", Reason.SCALED_TO_ZERO, "The runtime is scaled to zero.")
     if available > 0:
@@ -301,7 +301,7 @@ def invalid_spec_status(
     service: Mapping[str, Any] | None,
     now: str,
 ) -> dict[str, Any]:
-    """The status of a stored runtime our rules reject (CONTRACT.md section 11).
+    """The status of a stored runtime our rules reject (docs/contract.md section 11).
 
     Built from the raw object, since the spec cannot be trusted: what is
     observed (replicas, current image, endpoint) is reported as it is, what
