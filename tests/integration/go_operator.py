@@ -33,7 +33,7 @@ OWNED_KINDS = (
 Obj = dict[str, Any]
 
 
-def _accepts_base_url(plane: ControlPlane, base_url: str) -> bool:
+def accepts_base_url(plane: ControlPlane, base_url: str) -> bool:
     """Whether the CRD being served admits `base_url` (a server-side dry run)."""
     probe = {
         "apiVersion": "runtime.trussium.io/v1alpha1",
@@ -54,12 +54,12 @@ def install_go_crd(plane: ControlPlane) -> None:
     """Replace the served CRD by the Go operator's (same field manager as
     install_crds, so fields only ours has are pruned), and wait until it is served."""
     plane.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(GO_CRD))
-    wait_for(lambda: _accepts_base_url(plane, "localhost:11434"), "the Go CRD served")
+    wait_for(lambda: accepts_base_url(plane, "localhost:11434"), "the Go CRD served")
 
 
 def install_our_crd(plane: ControlPlane) -> None:
     install_crds(plane)
-    wait_for(lambda: not _accepts_base_url(plane, "localhost:11434"), "our CRD served")
+    wait_for(lambda: not accepts_base_url(plane, "localhost:11434"), "our CRD served")
 
 
 def rendered(plane: ControlPlane, name: str, namespace: str) -> list[Obj]:
