@@ -62,10 +62,13 @@ def install_our_crd(plane: ControlPlane) -> None:
     wait_for(lambda: not accepts_base_url(plane, "localhost:11434"), "our CRD served")
 
 
+def render(runtime: Obj) -> list[Obj]:
+    """The objects both operators render for `runtime` (as stored, with its uid)."""
+    return render_managed_objects(TrussiumRuntime.model_validate(apply_defaults(runtime).object))
+
+
 def rendered(plane: ControlPlane, name: str, namespace: str) -> list[Obj]:
-    """The objects both operators render for the stored runtime."""
-    live = must_get(plane, "trussiumruntime", name, namespace)
-    return render_managed_objects(TrussiumRuntime.model_validate(apply_defaults(live).object))
+    return render(must_get(plane, "trussiumruntime", name, namespace))
 
 
 def go_create(plane: ControlPlane, obj: Obj) -> None:

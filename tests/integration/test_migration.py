@@ -6,6 +6,8 @@ and observes our controller only through the API server and its audit log.
 
 import json
 import threading
+import urllib.error
+import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -39,6 +41,7 @@ from tests.integration.go_operator import (
     install_go_crd,
     install_our_crd,
     managers,
+    render,
     rendered,
 )
 
@@ -69,6 +72,15 @@ def replica_sets(plane: ControlPlane, name: str, namespace: str) -> set[str]:
         "get", "rs", "-n", namespace, "-l", f"app.kubernetes.io/instance={name}", "-o", "json"
     )
     return {rs["metadata"]["name"] for rs in json.loads(answer.stdout)["items"]}
+
+
+def readyz(controller: Controller) -> int:
+    url = f"http://127.0.0.1:{controller.health_port}/readyz"
+    try:
+        with urllib.request.urlopen(url, timeout=2) as answer:
+            return int(answer.status)
+    except urllib.error.HTTPError as error:
+        return error.code
 
 
 def when(
@@ -187,8 +199,11 @@ def test_invalid_stored_runtimes_are_reported_untouched_and_recover(
     install_go_crd(plane)
     for runtime in (base_url, claims):
         plane.kubectl("create", "-f", "-", input=json.dumps(runtime))
+    # What the Go operator rendered: ours for a valid twin, with the value it projects.
+    twin = must_get(plane, "trussiumruntime", "url", namespace)
+    twin["spec"]["provider"]["baseURL"] = "http://twin:11434"
     objects = []
-    for obj in rendered(plane, "url", namespace):
+    for obj in render(twin):
         if obj["kind"] == "ConfigMap":
             obj["data"]["TRUSSIUM_PROVIDER__BASE_URL"] = "localhost:11434"
         go_create(plane, obj)
@@ -287,7 +302,7 @@ def test_a_fresh_go_operator_lease_holds_us_back_until_it_expires(
         wait_for(lambda: len(lease_reads()) >= first + 3, "three more Lease checks")
         assert writes(audit_entries(plane, since)) == [], "wrote while the Go operator led"
         assert get(plane, "configmap", name, namespace) is None
-        assert controller._get(controller.health_port, "/readyz")[0] == 503
+        assert readyz(controller) == 503, "not ready while waiting"
         assert controller.logs().count("the Go operator holds its leader lease") == 1
 
         stopped.set()  # the Go operator stops renewing: its Lease expires
