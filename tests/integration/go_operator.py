@@ -76,7 +76,12 @@ def go_create(plane: ControlPlane, obj: Obj) -> None:
     plane.kubectl("create", f"--field-manager={GO_MANAGER}", "-f", "-", input=json.dumps(obj))
 
 
-def managers(obj: Obj) -> set[str]:
+def managers(plane: ControlPlane, kind: str, name: str, namespace: str) -> set[str]:
+    """The field managers of an object (kubectl hides managedFields unless asked)."""
+    answer = plane.kubectl(
+        "get", kind, name, "-n", namespace, "-o", "json", "--show-managed-fields"
+    )
+    obj = json.loads(answer.stdout)
     return {str(e.get("manager")) for e in obj["metadata"].get("managedFields") or ()}
 
 

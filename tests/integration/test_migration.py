@@ -148,7 +148,7 @@ def test_switching_prunes_stale_values_and_keeps_what_others_own(
         wait_condition(plane, name, namespace, "Ready", "True", "RuntimeReady")
         for kind in OWNED_KINDS:
             wait_for(
-                lambda k=kind: GO_MANAGER not in managers(must_get(plane, k, name, namespace)),  # type: ignore[misc]
+                lambda k=kind: GO_MANAGER not in managers(plane, k, name, namespace),  # type: ignore[misc]
                 f"{kind} taken over from {GO_MANAGER}",
             )
         after = must_get(plane, "deployment", name, namespace)
@@ -185,7 +185,7 @@ def test_switching_prunes_stale_values_and_keeps_what_others_own(
         assert pod["spec"]["terminationGracePeriodSeconds"] == 36
         assert not pod["spec"]["containers"][0].get("resources")
         for kind in ("configmap", "serviceaccount", "service", "deployment", "poddisruptionbudget"):
-            assert GO_MANAGER not in managers(must_get(plane, kind, name, namespace))
+            assert GO_MANAGER not in managers(plane, kind, name, namespace)
 
 
 @pytest.mark.api
@@ -257,7 +257,7 @@ def test_invalid_stored_runtimes_are_reported_untouched_and_recover(
             assert reasons(plane, namespace, name).count("ConfigurationInvalid") == 1
         config = must_get(plane, "configmap", "url", namespace)
         assert config["data"]["TRUSSIUM_PROVIDER__BASE_URL"] == "http://ollama:11434"
-        assert GO_MANAGER not in managers(config)
+        assert GO_MANAGER not in managers(plane, "configmap", "url", namespace)
 
 
 @pytest.mark.api

@@ -172,7 +172,7 @@ def test_the_migration_guide_runs_in_order_and_loses_nothing(
             plane.kubectl("get", "rs", "-n", namespace, "-o", "name").stdout.split() == replica_sets
         )
         for kind in OWNED_KINDS[:5]:
-            assert GO_MANAGER not in managers(must_get(plane, kind, "chat", namespace)), kind
+            assert GO_MANAGER not in managers(plane, kind, "chat", namespace), kind
         listed = [line.split()[-1].split(",") for line in output.splitlines()[1:] if line.strip()]
         assert listed, output
         assert all(GO_MANAGER not in names for names in listed), output

@@ -39,3 +39,14 @@ def test_one_patch_guarded_by_the_resource_version() -> None:
     assert [e["manager"] for e in patch[1]["value"]] == ["trussium-operator"]
     assert len(patch) == 2
     assert takeover_patch(obj(OURS), LEGACY, "trussium-operator") == []
+
+
+def test_owned_informers_keep_the_summary_store_even_while_empty() -> None:
+    from controller.cache import Store
+    from controller.informer import Informer
+    from controller.kube import OWNED, Kube
+
+    store = Store(managers_kept)
+    fake: Kube = object()  # type: ignore[assignment]
+    informer = Informer(fake, OWNED["ConfigMap"], lambda _: None, store=store)
+    assert informer.store is store, "an empty Store is falsy: it must not be replaced"
