@@ -2,6 +2,9 @@
 
 from typing import Any
 
+from controller.cache import Store
+from controller.informer import Informer
+from controller.kube import OWNED, Kube
 from controller.takeover import managers_kept, needs_takeover, takeover_patch
 
 LEGACY = frozenset({"manager"})
@@ -42,10 +45,6 @@ def test_one_patch_guarded_by_the_resource_version() -> None:
 
 
 def test_owned_informers_keep_the_summary_store_even_while_empty() -> None:
-    from controller.cache import Store
-    from controller.informer import Informer
-    from controller.kube import OWNED, Kube
-
     store = Store(managers_kept)
     fake: Kube = object()  # type: ignore[assignment]
     informer = Informer(fake, OWNED["ConfigMap"], lambda _: None, store=store)
