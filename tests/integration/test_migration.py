@@ -102,8 +102,7 @@ def test_switching_prunes_stale_values_and_keeps_what_others_own(
 ) -> None:
     name = "rt"
     kubectl = plane.kubectl
-    for secret in ("pull-a", "platform-pull"):
-        kubectl("create", "secret", "generic", secret, "-n", namespace)
+    kubectl("create", "secret", "generic", "pull-a", "-n", namespace)
     optional = {
         "imagePullSecrets": [{"name": "pull-a"}],
         "runtime": {
@@ -121,14 +120,10 @@ def test_switching_prunes_stale_values_and_keeps_what_others_own(
     apply(plane, runtime_manifest(name, namespace, provider=provider, **optional))
     for obj in rendered(plane, name, namespace):
         go_create(plane, obj)
-    # Others' writes, which must survive: a label, a pull secret a platform adds, the
-    # autoscaler's replica count (scale subresource) and `kubectl rollout restart`.
+    # Others' writes, which must survive: a label and an annotation, the autoscaler's
+    # replica count (scale subresource) and `kubectl rollout restart`.
     kubectl("label", "configmap", name, "-n", namespace, "owner=platform")
-    kubectl(
-        "patch", "serviceaccount", name, "-n", namespace, "--field-manager=platform",
-        "--type=json", "-p", '[{"op":"add","path":"/imagePullSecrets/-",'
-        '"value":{"name":"platform-pull"}}]',
-    )  # fmt: skip
+    kubectl("annotate", "serviceaccount", name, "-n", namespace, "platform.example/owner=x")
     kubectl("scale", "deployment", name, "-n", namespace, "--replicas=2")
     kubectl("rollout", "restart", "deployment", name, "-n", namespace)
 
@@ -168,7 +163,8 @@ def test_switching_prunes_stale_values_and_keeps_what_others_own(
         )
         assert config["metadata"]["labels"]["owner"] == "platform"
         account = must_get(plane, "serviceaccount", name, namespace)
-        assert account.get("imagePullSecrets") == [{"name": "platform-pull"}]
+        assert "imagePullSecrets" not in account
+        assert account["metadata"]["annotations"]["platform.example/owner"] == "x"
         service = must_get(plane, "service", name, namespace)
         assert [p["port"] for p in service["spec"]["ports"]] == [9000]
         deployment = wait_for(
