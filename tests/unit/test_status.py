@@ -305,11 +305,13 @@ def test_status_fields_come_from_the_observed_objects() -> None:
     }
 
 
-def test_without_deployment_and_service_counts_and_images_are_empty() -> None:
+def test_zero_and_empty_fields_are_omitted_as_the_go_operator_omits_them() -> None:
     result = status(runtime(), None, service=None)
-    assert result["readyReplicas"] == result["availableReplicas"] == 0
-    assert result["currentImage"] == result["endpoint"] == ""
+    for field in ("readyReplicas", "availableReplicas", "currentImage", "endpoint"):
+        assert field not in result
+    assert "lastSuccessfulImage" not in result
     assert result["desiredImage"] == IMAGE
+    assert result["observedGeneration"] == runtime().metadata.generation
 
 
 @pytest.mark.parametrize(
