@@ -19,6 +19,9 @@ from datetime import UTC, datetime
 from typing import Any, TextIO
 
 FIELDS_ATTRIBUTE = "fields"
+# Libraries that log payloads at debug: the generated Kubernetes client's REST
+# layer logs every response body, Secrets (and the webhook's own key) included.
+PAYLOAD_LOGGERS = ("kubernetes_asyncio",)
 
 
 class JsonFormatter(logging.Formatter):
@@ -73,3 +76,11 @@ def configure_logging(
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
+    quiet_payload_loggers()
+
+
+def quiet_payload_loggers() -> None:
+    """PAYLOAD_LOGGERS never below INFO, whatever level the process logs at."""
+    floor = max(logging.INFO, logging.getLogger().getEffectiveLevel())
+    for name in PAYLOAD_LOGGERS:
+        logging.getLogger(name).setLevel(floor)

@@ -33,6 +33,8 @@ from cmdline.options import (
 )
 from common import constants as c
 from common.logs import configure_logging
+from common.managed_fields import GO_OPERATOR_MANAGER
+from controller.exclusion import GO_OPERATOR_LEASE, LeaseRef
 from controller.kube import connect
 from controller.leader import Timing
 from controller.manager import Manager, Options
@@ -75,6 +77,25 @@ def _run_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> N
         ("--log-level", {"default": "info", "choices": LOG_LEVELS}),
         ("--log-format", {"default": "json", "choices": LOG_FORMATS, "help": "json or text"}),
         ("--identity", {"default": None, "help": "default: POD_NAME, else the host name"}),
+        (
+            "--legacy-field-managers",
+            {
+                "default": GO_OPERATOR_MANAGER,
+                "help": "comma-separated field managers whose Update-owned fields are taken "
+                "over, so fields no longer rendered get pruned (default: the Go operator's)",
+            },
+        ),
+        (
+            "--go-operator-lease-name",
+            {"default": GO_OPERATOR_LEASE.name, "help": "the Go operator's leader Lease"},
+        ),
+        (
+            "--go-operator-lease-namespace",
+            {
+                "default": GO_OPERATOR_LEASE.namespace,
+                "help": "where the Go operator runs (its Helm release namespace, if so installed)",
+            },
+        ),
     ]
     for flag, options in flags:
         value = env(flag)
@@ -86,6 +107,12 @@ def _run_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> N
         action=argparse.BooleanOptionalAction,
         default=env_bool("--leader-elect", True),
         help="only the Lease holder reconciles (default: on)",
+    )
+    run.add_argument(
+        "--go-operator-exclusion",
+        action=argparse.BooleanOptionalAction,
+        default=env_bool("--go-operator-exclusion", True),
+        help="do not reconcile while the Go operator's leader Lease is held (default: on)",
     )
     list_environment(run)
 
@@ -122,6 +149,14 @@ def options_from(args: argparse.Namespace) -> Options:
         metrics_address=args.metrics_bind_address,
         health_address=args.health_probe_bind_address,
         identity=args.identity or os.environ.get("POD_NAME") or socket.gethostname(),
+        legacy_field_managers=frozenset(
+            name.strip() for name in str(args.legacy_field_managers).split(",") if name.strip()
+        ),
+        exclusion_lease=(
+            LeaseRef(args.go_operator_lease_namespace, args.go_operator_lease_name)
+            if args.go_operator_exclusion
+            else None
+        ),
     )
 
 
@@ -143,6 +178,8 @@ async def run(args: argparse.Namespace) -> int:
                 "identity": options.identity,
                 "watchNamespace": options.watch_namespace or "",
                 "leaderElect": options.leader_elect,
+                "legacyFieldManagers": sorted(options.legacy_field_managers),
+                "goOperatorLease": str(options.exclusion_lease or ""),
             }
         },
     )

@@ -21,8 +21,10 @@ from cmdline.options import (
     LOG_FORMATS,
     LOG_LEVELS,
     ArgumentParser,
+    ConfigurationError,
     Subcommands,
     add_version,
+    env_bool,
     fail,
     list_environment,
 )
@@ -30,7 +32,8 @@ from cmdline.options import env as _env
 from cmdline.options import env_list as _env_list
 from common.constants import WEBHOOK_CONFIG_NAME, WEBHOOK_SECRET_NAME, WEBHOOK_SERVICE_NAME
 from common.logs import configure_logging
-from webhook.app import DEFAULT_MAX_REQUEST_BYTES
+from webhook.app import DEFAULT_BODY_TIMEOUT_SECONDS, DEFAULT_MAX_REQUEST_BYTES
+from webhook.connections import DEFAULT_LIMITS, ConnectionLimits
 from webhook.offline import add_validate_command
 
 PROGRAM = "trussium-webhook"
@@ -84,6 +87,32 @@ def _add_serve_command(subparsers: "argparse._SubParsersAction[argparse.Argument
         default=_env("max-request-bytes", str(DEFAULT_MAX_REQUEST_BYTES)),
     )
     add(
+        "--header-timeout",
+        type=float,
+        default=_env("header-timeout", str(DEFAULT_LIMITS.header_timeout)),
+        help="seconds a connection gets for its TLS handshake and for each complete request "
+        "head; also how long an idle keep-alive connection stays open",
+    )
+    add(
+        "--body-timeout",
+        type=float,
+        default=_env("body-timeout", str(DEFAULT_BODY_TIMEOUT_SECONDS)),
+        help="seconds a request body gets to arrive in full",
+    )
+    add(
+        "--max-connections",
+        type=int,
+        default=_env("max-connections", str(DEFAULT_LIMITS.max_connections)),
+        help="open connections per listener; more are closed on arrival",
+    )
+    add(
+        "--secret-lookup",
+        action="store_true",
+        default=env_bool("--secret-lookup", False),
+        help="warn when a runtime references a Secret that does not exist yet (needs RBAC to "
+        "list Secrets in the served namespaces; the controller reports it in status anyway)",
+    )
+    add(
         "--shutdown-delay",
         type=float,
         default=_env("shutdown-delay", "5"),
@@ -132,6 +161,11 @@ def _serve(args: argparse.Namespace) -> int:
         ),
         kubeconfig=args.kubeconfig,
         max_request_bytes=args.max_request_bytes,
+        limits=ConnectionLimits(
+            header_timeout=args.header_timeout, max_connections=args.max_connections
+        ),
+        body_timeout=args.body_timeout,
+        secret_lookup=args.secret_lookup,
         shutdown_delay=args.shutdown_delay,
         shutdown_timeout=args.shutdown_timeout,
     )
@@ -154,7 +188,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except ConfigurationError as error:  # a TRUSSIUM_* variable the flags cannot take
+        return fail(PROGRAM, error)
     code: int = args.handler(args)
     return code
 

@@ -585,6 +585,20 @@ def test_valid_affinity() -> None:
             "multiple of the page size 2Mi",
         ),
         ({"limits": {"hugepages-2Mi": "4Mi"}}, "spec.resources", "HugePages require cpu or memory"),
+        ({"claims": [{"request": "r"}]}, "spec.resources.claims[0].name", "Required value"),
+        ({"claims": [{"name": ""}]}, "spec.resources.claims[0].name", "must not be empty"),
+        (
+            {"claims": [{"name": "gpu"}, {"name": "gpu", "request": "b"}]},
+            "spec.resources.claims",
+            "duplicate name 'gpu'",
+        ),
+        ({"claims": [{"name": "GPU"}]}, "spec.resources.claims[0].name", "RFC 1123 label"),
+        (
+            {"claims": [{"name": "gpu", "request": "a_b"}]},
+            "spec.resources.claims[0].request",
+            "RFC 1123 label",
+        ),
+        ({"claims": [{"name": "gpu", "size": 1}]}, "spec.resources.claims[0].size", "unknown"),
     ],
 )
 def test_resource_rules(resources: dict[str, Any], path: str, fragment: str) -> None:
