@@ -16,6 +16,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import cast
 
+from prometheus_client import disable_created_metrics
+
 from certs.cli import add_certs_commands
 from cmdline.options import (
     LOG_FORMATS,
@@ -134,6 +136,8 @@ def _serve(args: argparse.Namespace) -> int:
     from webhook import server
 
     configure_logging(args.log_level, args.log_format)
+    # Series as controller-runtime exposes them: no `_created` companion per counter.
+    disable_created_metrics()  # type: ignore[no-untyped-call]
     if not args.operator_username:
         return fail(PROGRAM, "--operator-username is required")
     try:

@@ -65,6 +65,7 @@ def value(port: int, name: str, **labels: str) -> float:
 
 
 def assert_exposed(samples: Samples, expected: dict[str, set[str]]) -> None:
+    assert not [name for name in samples if name.endswith("_created")], "not in Go's exposition"
     for name, labels in [*expected.items(), *((n, set()) for n in PROCESS_METRICS)]:
         assert samples.get(name), f"{name} is not exposed"
         for sample_labels in samples[name]:
