@@ -16,8 +16,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import cast
 
-from prometheus_client import disable_created_metrics
-
 from certs.cli import add_certs_commands
 from cmdline.options import (
     LOG_FORMATS,
@@ -133,6 +131,8 @@ def _add_serve_command(subparsers: "argparse._SubParsersAction[argparse.Argument
 def _serve(args: argparse.Namespace) -> int:
     # Imported here so that `validate`, which runs in users' CI, starts without
     # loading the Kubernetes client and the server machinery.
+    from prometheus_client import disable_created_metrics
+
     from webhook import server
 
     configure_logging(args.log_level, args.log_format)
