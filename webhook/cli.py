@@ -106,7 +106,7 @@ def _add_serve_command(subparsers: "argparse._SubParsersAction[argparse.Argument
     )
     add(
         "--secret-lookup",
-        action="store_true",
+        action=argparse.BooleanOptionalAction,
         default=env_bool("--secret-lookup", False),
         help="warn when a runtime references a Secret that does not exist yet (needs RBAC to "
         "list Secrets in the served namespaces; the controller reports it in status anyway)",
