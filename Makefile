@@ -3,7 +3,7 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-SRC := common webhook controller certs devcluster tests hack
+SRC := common webhook controller certs cmdline devcluster tests hack
 
 .PHONY: test venv components lint typecheck pytest unit demo cluster crd clean
 

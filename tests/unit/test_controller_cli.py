@@ -38,10 +38,14 @@ def test_environment_sets_flags_and_an_explicit_flag_wins(
     assert options.leader_election_namespace == "operators"
 
 
-def test_inconsistent_leader_timing_is_a_clear_error() -> None:
-    args = parser().parse_args(["run", "--renew-deadline", "20"])
-    with pytest.raises(SystemExit, match="renew-deadline"):
-        options_from(args)
+def test_inconsistent_leader_timing_is_a_one_line_error_exit_2(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["run", "--renew-deadline", "20"]) == 2
+    assert capsys.readouterr().err == (
+        "trussium-controller: error: need 0 < --retry-period < --renew-deadline < "
+        "--lease-duration\n"
+    )
 
 
 def test_render_subcommand_prints_the_managed_objects(

@@ -48,7 +48,7 @@ def errors_of(obj: object, **kwargs: Any) -> dict[str, str]:
 
 def test_valid_runtime_is_allowed_without_warnings() -> None:
     result = validate_runtime(VALID, existing_secrets=frozenset({"openai", "regcred"}))
-    assert result == ValidationResult(errors=(), warnings=())
+    assert result == ValidationResult(errors=(), field_warnings=())
     assert result.allowed
 
 
@@ -677,8 +677,8 @@ def test_missing_secrets_are_warnings_only_when_known() -> None:
     result = validate_runtime(VALID, existing_secrets=frozenset({"regcred"}))
     assert result.allowed
     assert result.warnings == (
-        "Secret 'openai' does not exist in this namespace yet; the runtime is not deployed "
-        "until it does",
+        "spec.provider.credentialsSecretRef.name: Secret 'openai' does not exist in this "
+        "namespace yet; the runtime is not deployed until it does",
     )
     assert validate_runtime(VALID).warnings == ()
 
