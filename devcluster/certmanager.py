@@ -6,6 +6,7 @@ import functools
 import os
 import subprocess
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Self
 
@@ -52,10 +53,24 @@ def install_crds(plane: ControlPlane) -> None:
 
 
 class CertManager:
-    """The controller and the cainjector, with the plane's admin kubeconfig."""
+    """cert-manager components as host processes, with the plane's admin kubeconfig.
 
-    def __init__(self, plane: ControlPlane) -> None:
+    `components` are the binary's subcommands (`controller`, `cainjector`);
+    `feature_gates` is passed to each, e.g. `CAInjectorMerging=false` for the
+    cainjector of cert-manager releases before 1.19, which replaced caBundle
+    instead of merging into it.
+    """
+
+    def __init__(
+        self,
+        plane: ControlPlane,
+        components: Sequence[str] = ("controller", "cainjector"),
+        *,
+        feature_gates: str = "",
+    ) -> None:
         self.plane = plane
+        self.components = tuple(components)
+        self.feature_gates = feature_gates
         self._processes: list[Process] = []
 
     @property
@@ -63,16 +78,14 @@ class CertManager:
         return {p.name: p.log for p in self._processes}
 
     def start(self) -> Self:
-        install_crds(self.plane)
         directory = self.plane.directory / "cert-manager"
         directory.mkdir(exist_ok=True)
-        for component in ("controller", "cainjector"):
-            process = Process(
-                f"cert-manager-{component}",
-                [str(bin_dir() / BINARY), component, "--kubeconfig", str(self.plane.kubeconfig)],
-                directory / f"{component}.log",
-                dict(os.environ),
-            )
+        for component in self.components:
+            argv = [str(bin_dir() / BINARY), component, "--kubeconfig", str(self.plane.kubeconfig)]
+            if self.feature_gates:
+                argv += ["--feature-gates", self.feature_gates]
+            name = f"cert-manager-{component}"
+            process = Process(name, argv, directory / f"{name}.log", dict(os.environ))
             process.start()
             self._processes.append(process)
         return self

@@ -4,13 +4,15 @@ forced while admissions stream through the webhook, fails none of them.
 
 The webhook runs on the host in files mode, serving the cert-manager-issued
 Secret from a folder. A stand-in for the kubelet copies the Secret into that
-folder a few seconds after it changes (the kubelet takes up to about a
+folder ten seconds after it changes (the kubelet takes up to about a
 minute), so the renewal opens the window the chart must survive: the API
 server already holds whatever cainjector injected, the webhook still serves
 the previous certificate. With the chart's CA chain the injected CA does not
-change, so nothing fails. The previous layout, a self-signed serving
-certificate injected as its own CA, is run the same way as a control and
-does fail admissions in that window: the measurement can tell the two apart.
+change, so nothing fails, whether cainjector merges a new CA into caBundle
+(cert-manager 1.19 and later) or replaces it (earlier releases). The previous
+layout, a self-signed serving certificate injected as its own CA, is run the
+same way with a replacing cainjector as a control, and does fail admissions
+in that window: the measurement can tell the two apart.
 """
 
 import asyncio
@@ -36,15 +38,18 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from certs.files import BundleFiles, write_bundle
 from devcluster import ControlPlane
 from devcluster.certmanager import CertManager
+from devcluster.certmanager import install_crds as install_cert_manager_crds
 from devcluster.hostoperator import free_port, install_crds
-from devcluster.process import Process
+from devcluster.process import Process, tail
 from tests.integration.chart import as_list, find, fullname, release_name, render
 from tests.integration.controller_harness import runtime_manifest
 
 pytestmark = pytest.mark.api
 
 HOST = "127.0.0.1"
-KUBELET_SYNC_DELAY_SECONDS = 3.0
+# The kubelet syncs a mounted Secret within about a minute; ten seconds is
+# already longer than cainjector and the API server take to act on a new CA.
+KUBELET_SYNC_DELAY_SECONDS = 10.0
 ISSUE_TIMEOUT_SECONDS = 120.0
 SERVE_TIMEOUT_SECONDS = 60.0
 POLL_SECONDS = 0.2
@@ -59,13 +64,15 @@ CONFIG_KINDS = ("mutatingwebhookconfiguration", "validatingwebhookconfiguration"
 
 @pytest.fixture(scope="module")
 def cert_manager(api_plane: ControlPlane) -> Iterator[CertManager]:
-    with CertManager(api_plane) as running:
+    """cert-manager's CRDs and controller; each test runs its own cainjector."""
+    install_cert_manager_crds(api_plane)
+    with CertManager(api_plane, ("controller",)) as running:
         yield running
 
 
 @dataclass
 class Stream:
-    """Dry-run TrussiumRuntime creates, one after another, through the webhook."""
+    """Rounds of dry-run TrussiumRuntime creates through the webhook (see webhook_answers)."""
 
     ok: list[float] = field(default_factory=list)
     failed: list[tuple[float, str]] = field(default_factory=list)
@@ -76,22 +83,43 @@ class Stream:
         )
 
 
+# Only the webhook knows this rule (the schema accepts it): its denial proves the call.
+RESERVED_ANNOTATION = {"podMetadata": {"annotations": {"runtime.trussium.io/config-checksum": "0"}}}
+WEBHOOK_DENIAL = "reserved for the operator"
+
+
+async def admit(api: client.ApiClient, namespace: str, body: dict[str, Any]) -> None:
+    await client.CustomObjectsApi(api).create_namespaced_custom_object(
+        "runtime.trussium.io",
+        "v1alpha1",
+        namespace,
+        "trussiumruntimes",
+        body,
+        dry_run="All",
+        _request_timeout=15,
+    )
+
+
+async def webhook_answers(api: client.ApiClient, namespace: str) -> bool:
+    """One valid runtime admitted and one invalid runtime denied by the webhook itself."""
+    await admit(api, namespace, runtime_manifest("renewal-probe", namespace))
+    try:
+        await admit(
+            api, namespace, runtime_manifest("renewal-probe", namespace, **RESERVED_ANNOTATION)
+        )
+    except ApiException as error:
+        if error.status == 422 and WEBHOOK_DENIAL in str(error.body):
+            return True
+        raise
+    raise AssertionError("the webhook admitted a runtime with a reserved annotation")
+
+
 async def stream_admissions(
     api: client.ApiClient, namespace: str, stream: Stream, stop: asyncio.Event
 ) -> None:
-    custom = client.CustomObjectsApi(api)
-    body = runtime_manifest("renewal-probe", namespace)
     while not stop.is_set():
         try:
-            await custom.create_namespaced_custom_object(
-                "runtime.trussium.io",
-                "v1alpha1",
-                namespace,
-                "trussiumruntimes",
-                body,
-                dry_run="All",
-                _request_timeout=15,
-            )
+            await webhook_answers(api, namespace)
             stream.ok.append(time.monotonic())
         except ApiException as error:
             stream.failed.append((time.monotonic(), f"{error.status}: {error.body!r}"))
@@ -141,12 +169,23 @@ def served_certificate(port: int) -> bytes:
     return der
 
 
-def ca_bundles(plane: ControlPlane, name: str) -> set[str]:
-    bundles = set()
-    for kind in CONFIG_KINDS:
-        config = json.loads(plane.kubectl("get", kind, name, "-o", "json").stdout)
-        bundles |= {hook["clientConfig"].get("caBundle", "") for hook in config["webhooks"]}
-    return bundles
+async def ca_bundles(api: client.ApiClient, name: str) -> set[str]:
+    """The caBundle values of both webhook configurations' hooks."""
+    admission = client.AdmissionregistrationV1Api(api)
+    mutating = await admission.read_mutating_webhook_configuration(name)
+    validating = await admission.read_validating_webhook_configuration(name)
+    hooks: list[Any] = [*mutating.webhooks, *validating.webhooks]
+    return {hook.client_config.ca_bundle or "" for hook in hooks}
+
+
+async def record_bundle_change(
+    api: client.ApiClient, name: str, before: set[str], changed: list[float]
+) -> None:
+    """Note when cainjector first changes what the API server trusts."""
+    while not changed:
+        if await ca_bundles(api, name) != before:
+            changed.append(time.monotonic())
+        await asyncio.sleep(POLL_SECONDS)
 
 
 async def until(what: str, seconds: float, check: Any) -> Any:
@@ -197,7 +236,17 @@ async def background() -> AsyncIterator[list[asyncio.Task[None]]]:
     await asyncio.gather(*tasks, return_exceptions=True)
 
 
-@pytest.mark.parametrize("layout", ["ca-chain", "previous-self-signed-leaf"])
+@pytest.mark.parametrize(
+    ("layout", "merging"),
+    [
+        # cert-manager 1.19 and later merge a new CA into caBundle; earlier releases replace it.
+        ("ca-chain", True),
+        ("ca-chain", False),
+        # The control: the previous layout with a replacing cainjector fails admissions.
+        ("previous-self-signed-leaf", False),
+    ],
+    ids=["ca-chain-merging", "ca-chain-replacing", "previous-layout-replacing"],
+)
 async def test_forced_renewal_while_admissions_stream(
     plane: ControlPlane,
     namespace: str,
@@ -207,6 +256,7 @@ async def test_forced_renewal_while_admissions_stream(
     background: list[asyncio.Task[None]],
     tmp_path: Path,
     layout: str,
+    merging: bool,
 ) -> None:
     install_crds(plane)
     release = release_name()
@@ -231,6 +281,9 @@ async def test_forced_renewal_while_admissions_stream(
     if layout == "previous-self-signed-leaf":
         previous_layout(objects, name, namespace)
     webhook: Process | None = None
+    injector = CertManager(
+        plane, ("cainjector",), feature_gates=f"CAInjectorMerging={str(merging).lower()}"
+    ).start()
     try:
         plane.kubectl("apply", "--server-side", "-f", "-", input=as_list(objects))
         first = await until(
@@ -241,7 +294,8 @@ async def test_forced_renewal_while_admissions_stream(
 
         async def injected() -> set[str] | None:
             cert_manager.check_running()
-            bundles = ca_bundles(plane, name)
+            injector.check_running()
+            bundles = await ca_bundles(api_client, name)
             return bundles if "" not in bundles else None
 
         bundles_before = await until("cainjector to fill caBundle", ISSUE_TIMEOUT_SECONDS, injected)
@@ -274,17 +328,9 @@ async def test_forced_renewal_while_admissions_stream(
             if webhook is not None and webhook.exit_code() is not None:
                 raise RuntimeError(webhook.describe_exit(30))
             try:
-                await client.CustomObjectsApi(api_client).create_namespaced_custom_object(
-                    "runtime.trussium.io",
-                    "v1alpha1",
-                    apps_namespace,
-                    "trussiumruntimes",
-                    runtime_manifest("ready-probe", apps_namespace),
-                    dry_run="All",
-                )
+                return await webhook_answers(api_client, apps_namespace)
             except ApiException:
                 return False
-            return True
 
         await until("the first admission through the webhook", SERVE_TIMEOUT_SECONDS, admitted)
 
@@ -292,7 +338,13 @@ async def test_forced_renewal_while_admissions_stream(
         background.append(
             asyncio.create_task(stream_admissions(api_client, apps_namespace, stream, stop))
         )
+        bundle_changed: list[float] = []
         background.append(asyncio.create_task(kubelet(api_client, namespace, secret, folder)))
+        background.append(
+            asyncio.create_task(
+                record_bundle_change(api_client, name, bundles_before, bundle_changed)
+            )
+        )
         await until("admissions to flow", SERVE_TIMEOUT_SECONDS, lambda: len(stream.ok) >= 5)
 
         # What `cmctl renew` does: mark the Certificate Issuing (cert-manager's documented trigger).
@@ -334,19 +386,30 @@ async def test_forced_renewal_while_admissions_stream(
             lambda: len(stream.ok) + len(stream.failed) >= settled + 5,
         )
         stop.set()
-        bundles_after = ca_bundles(plane, name)
+        bundles_after = await ca_bundles(api_client, name)
     finally:
         if webhook is not None:
             webhook.terminate()
             webhook.kill(10.0)
+        injector.stop()
+        # Shown by pytest only when the test fails.
+        for log in (*cert_manager.logs.values(), *injector.logs.values()):
+            print(f"==> {log.name} <==\n{tail(log, 40)}")
         for kind in CONFIG_KINDS:
             plane.kubectl("delete", kind, name, "--ignore-not-found")
 
     in_window = stream.during(changed_at, serving_at)
+    injection = (
+        f"caBundle changed {bundle_changed[0] - changed_at:+.1f}s after the Secret"
+        if bundle_changed
+        else "caBundle unchanged"
+    )
     report = (
-        f"{layout}: {len(stream.ok)} admitted, {len(stream.failed)} failed; "
+        f"{layout}, cainjector {'merging' if merging else 'replacing'}: "
+        f"{len(stream.ok)} rounds answered, {len(stream.failed)} failed; "
         f"{in_window} while the new certificate was not served yet "
-        f"({serving_at - changed_at:.1f}s, renewal took {changed_at - renewed_at:.1f}s)"
+        f"({serving_at - changed_at:.1f}s; renewal took {changed_at - renewed_at:.1f}s; "
+        f"{injection})"
     )
     print(report)
     assert in_window >= 3, f"the renewal window saw too few admissions to count: {report}"

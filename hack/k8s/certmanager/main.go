@@ -45,6 +45,8 @@ import (
 	_ "github.com/cert-manager/cert-manager/pkg/controller/issuers"
 	_ "github.com/cert-manager/cert-manager/pkg/issuer/ca"
 	_ "github.com/cert-manager/cert-manager/pkg/issuer/selfsigned"
+	"github.com/cert-manager/cert-manager/pkg/util"
+	utilfeature "github.com/cert-manager/cert-manager/pkg/util/feature"
 )
 
 // The controllers the upstream controller Deployment runs for Issuers and
@@ -65,15 +67,20 @@ var controllers = []string{
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: cert-manager controller|cainjector --kubeconfig PATH")
+		fmt.Fprintln(os.Stderr, "usage: cert-manager controller|cainjector --kubeconfig PATH [--feature-gates ...]")
 		os.Exit(2)
 	}
 	flags := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
 	kubeconfig := flags.String("kubeconfig", "", "kubeconfig of the API server")
 	clusterResourceNamespace := flags.String("cluster-resource-namespace", "cert-manager", "namespace of ClusterIssuer secrets")
 	workers := flags.Int("workers", 5, "workers per controller")
+	gates := flags.String("feature-gates", "", "cert-manager feature gates, e.g. CAInjectorMerging=false")
 	klog.InitFlags(flags)
 	_ = flags.Parse(os.Args[2:])
+	if err := utilfeature.DefaultMutableFeatureGate.Set(*gates); err != nil {
+		klog.ErrorS(err, "bad --feature-gates")
+		os.Exit(2)
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -142,6 +149,9 @@ func runCAInjector(ctx context.Context, kubeconfig string) error {
 	if err != nil {
 		return err
 	}
+	// The injectors apply under the field manager named by this user agent
+	// ("cert-manager-cainjector"), as the upstream command sets it.
+	config = util.RestConfigWithUserAgent(config, "cainjector")
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{
 		clientgoscheme.AddToScheme, cmapi.AddToScheme, apiextensionsv1.AddToScheme,
