@@ -381,3 +381,31 @@ def test_every_new_value_has_a_schema_description() -> None:
     missing += [f"hook.{key}" for key, spec in hook.items() if not spec.get("description")]
     missing += [key for key in ("global", "enabled") if not components[key].get("description")]
     assert missing == []
+
+
+def test_cert_manager_with_your_issuer_builds_no_chain(plane: ControlPlane, namespace: str) -> None:
+    release = release_name()
+    name = fullname(release)
+    objects = render(
+        plane,
+        release,
+        namespace,
+        "--set",
+        "certificates.mode=certManager",
+        "--set",
+        "certificates.certManager.issuerRef.name=corporate-ca",
+        "--set",
+        "certificates.certManager.issuerRef.kind=ClusterIssuer",
+    )
+    certificates = [o for o in objects if o["kind"] in ("Certificate", "Issuer")]
+    assert [(o["kind"], o["metadata"]["name"]) for o in certificates] == [
+        ("Certificate", f"{name}-webhook")
+    ]
+    assert certificates[0]["spec"]["issuerRef"] == {
+        "name": "corporate-ca",
+        "kind": "ClusterIssuer",
+        "group": "cert-manager.io",
+    }
+    for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+        annotations = find(objects, kind, name)["metadata"]["annotations"]
+        assert annotations == {"cert-manager.io/inject-ca-from": f"{namespace}/{name}-webhook"}
