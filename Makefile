@@ -3,7 +3,7 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-SRC := common webhook controller certs devcluster tests hack
+SRC := common webhook controller certs cmdline devcluster tests hack
 DIST ?= dist
 
 .PHONY: test venv components lint typecheck pytest unit demo cluster crd release-artifacts clean
@@ -39,7 +39,7 @@ unit: venv
 	$(BIN)/pytest -ra -m "not api and not cluster" $(PYTEST_ARGS)
 
 crd: venv
-	$(BIN)/python -m common.crd
+	$(BIN)/python -m hack.crd
 
 cluster: venv components
 	$(BIN)/python -m devcluster up --profile $(or $(PROFILE),cluster)

@@ -39,7 +39,8 @@ from certs.files import BundleFiles, write_bundle
 from devcluster import ControlPlane
 from devcluster.certmanager import CertManager
 from devcluster.certmanager import install_crds as install_cert_manager_crds
-from devcluster.hostoperator import free_port, install_crds
+from devcluster.hostoperator import install_crds
+from devcluster.layout import free_port
 from devcluster.process import Process, tail
 from tests.integration.chart import as_list, find, fullname, release_name, render
 from tests.integration.controller_harness import runtime_manifest
@@ -53,9 +54,9 @@ KUBELET_SYNC_DELAY_SECONDS = 10.0
 ISSUE_TIMEOUT_SECONDS = 120.0
 SERVE_TIMEOUT_SECONDS = 60.0
 POLL_SECONDS = 0.2
+# The webhook's ServiceAccount (files mode, no Secret lookup: it needs no RBAC).
 WIRING = (
     "templates/serviceaccounts.yaml",
-    "templates/rbac-webhook.yaml",
     "templates/certificate.yaml",
     "templates/webhook-configurations.yaml",
 )
