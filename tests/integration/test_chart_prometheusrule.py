@@ -9,9 +9,12 @@ from typing import Any
 import promql_parser
 import pytest
 import yaml
+from prometheus_client import REGISTRY, CollectorRegistry
 
+import controller.metrics  # noqa: F401  (registers the controller's metrics in REGISTRY)
 from devcluster import ControlPlane
 from tests.integration.chart import find, fullname, release_name, render
+from webhook.metrics import WebhookMetrics
 
 pytestmark = pytest.mark.api
 
@@ -24,16 +27,24 @@ ALERTS = {
     "TrussiumControllerNoLeader",
     "TrussiumControllerReconcileErrors",
 }
-# What the two programs expose (controller-runtime's names plus the webhook's own gauge).
-METRICS = {
-    "up",
-    "controller_runtime_webhook_requests_total",
-    "controller_runtime_webhook_latency_seconds_bucket",
-    "trussium_webhook_certificate_expiry_timestamp_seconds",
-    "leader_election_master_status",
-    "controller_runtime_reconcile_total",
-    "controller_runtime_reconcile_errors_total",
-}
+
+
+def exposed_names(registry: CollectorRegistry) -> set[str]:
+    """The series names a registry's metrics are scraped under."""
+    suffixes = {
+        "counter": ("_total",),
+        "histogram": ("_bucket", "_sum", "_count"),
+        "gauge": ("",),
+    }
+    return {
+        family.name + suffix
+        for family in registry.collect()
+        for suffix in suffixes.get(family.type, ("",))
+    }
+
+
+# What the two programs expose, read from their registries, plus Prometheus' own `up`.
+METRICS = {"up"} | exposed_names(WebhookMetrics().registry) | exposed_names(REGISTRY)
 SELECTOR = re.compile(r"([a-z_]+)\{([^}]*)\}")
 DURATION = re.compile(r"^([0-9]+(ms|s|m|h|d|w|y))+$")
 
