@@ -45,7 +45,9 @@ cp "$here/certmanager/main.go" .
 go get "github.com/cert-manager/cert-manager@$CERT_MANAGER_VERSION" >/dev/null
 go mod tidy >/dev/null
 # The module's own requirements decide every dependency: tidy must not have moved it.
-go list -m github.com/cert-manager/cert-manager | grep -qx "github.com/cert-manager/cert-manager $CERT_MANAGER_VERSION"
+resolved="$(go list -m github.com/cert-manager/cert-manager)"
+[[ "$resolved" == "github.com/cert-manager/cert-manager $CERT_MANAGER_VERSION" ]] || {
+  echo "go mod tidy resolved $resolved, not the pinned $CERT_MANAGER_VERSION" >&2; exit 1; }
 step "building cert-manager $CERT_MANAGER_VERSION"
 go build -ldflags "-s -w" -o "$bin/$binary.tmp" . && mv "$bin/$binary.tmp" "$bin/$binary"
 moddir="$(go list -m -f '{{.Dir}}' github.com/cert-manager/cert-manager)"
