@@ -4,8 +4,9 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 SRC := common webhook controller certs cmdline devcluster tests hack
+DIST ?= dist
 
-.PHONY: test venv components lint typecheck pytest unit demo cluster crd clean
+.PHONY: test venv components lint typecheck pytest unit demo cluster crd release-artifacts clean
 
 test: venv components lint typecheck pytest
 
@@ -45,6 +46,10 @@ cluster: venv components
 
 demo: venv components
 	$(BIN)/python -m hack.demo $(if $(ONCE),--once,)
+
+# Wheel, sdist and packaged chart with SHA256SUMS in $(DIST); publishing is manual (docs/install.md).
+release-artifacts: venv components
+	DIST=$(DIST) bash hack/release-artifacts.sh
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -145,9 +145,15 @@ def test_each_certificate_mode_renders_and_the_api_server_accepts_it(
         certificate = find(objects, "Certificate", f"{name}-webhook")
         assert certificate["spec"]["secretName"] == flag(args, "--secret-name")
         assert f"{name}-webhook.{namespace}.svc" in certificate["spec"]["dnsNames"]
+        # The chain: self-signed Issuer -> CA Certificate -> CA Issuer -> serving Certificate.
         issuer = find(objects, "Issuer", certificate["spec"]["issuerRef"]["name"])
-        assert issuer["spec"] == {"selfSigned": {}}
-        assert injection == {f"{namespace}/{name}-webhook"}
+        ca = find(objects, "Certificate", f"{name}-webhook-ca")
+        assert issuer["spec"] == {"ca": {"secretName": ca["spec"]["secretName"]}}
+        assert ca["spec"]["isCA"] is True
+        assert ca["spec"]["privateKey"]["rotationPolicy"] == "Never", "renewals keep the CA key"
+        root = find(objects, "Issuer", ca["spec"]["issuerRef"]["name"])
+        assert root["spec"] == {"selfSigned": {}}
+        assert injection == {f"{namespace}/{name}-webhook-ca"}, "the CA is injected"
         assert bundles == [None, None, None]
     if mode == "provided":
         assert flag(args, "--secret-name") == "my-webhook-tls"
