@@ -151,6 +151,17 @@ def test_switching_prunes_stale_values_and_keeps_what_others_own(
         assert replica_sets(plane, name, namespace) == sets_before, "no new ReplicaSet"
         assert after["spec"]["replicas"] == 2, "the autoscaler's replica count is kept"
 
+        # The Go operator writes again (a rollback, say): taken over again, and what it
+        # set that we do not render is pruned.
+        kubectl(
+            "label", "configmap", name, "-n", namespace, f"--field-manager={GO_MANAGER}", "go=again"
+        )
+        wait_for(
+            lambda: "go" not in must_get(plane, "configmap", name, namespace)["metadata"]["labels"],
+            "a reappearing legacy write taken over and pruned",
+        )
+        assert GO_MANAGER not in managers(plane, "configmap", name, namespace)
+
         # Every optional field removed: every stale value must go, in all 7 kinds.
         apply(plane, runtime_manifest(name, namespace, provider={"type": "ollama", "model": "m"}))
         for kind in ("networkpolicy", "horizontalpodautoscaler"):
