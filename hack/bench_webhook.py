@@ -67,7 +67,9 @@ def free_port() -> int:
         return port
 
 
-def start_server(cert_dir: Path, port: int, health_port: int, log: Path) -> subprocess.Popen[bytes]:
+def start_server(
+    cert_dir: Path, port: int, health_port: int, log: Path, *flags: str
+) -> subprocess.Popen[bytes]:
     cores = sorted(os.sched_getaffinity(0))
     with log.open("wb") as log_file:
         return subprocess.Popen(
@@ -86,6 +88,7 @@ def start_server(cert_dir: Path, port: int, health_port: int, log: Path) -> subp
                 "--operator-username=bench",
                 "--shutdown-delay=0",
                 "--log-level=warning",
+                *flags,
             ],
             cwd=REPO,
             stdout=log_file,
