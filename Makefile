@@ -3,14 +3,14 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-SRC := common webhook controller certs devcluster tests hack
+SRC := common webhook controller certs cmdline devcluster tests hack
 
 .PHONY: test venv components lint typecheck pytest unit demo cluster crd clean
 
 test: venv components lint typecheck pytest
 
 venv: $(VENV)/.installed
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml VERSION
 	@echo ">> creating virtualenv and installing the project"
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
@@ -38,7 +38,7 @@ unit: venv
 	$(BIN)/pytest -ra -m "not api and not cluster" $(PYTEST_ARGS)
 
 crd: venv
-	$(BIN)/python -m common.crd
+	$(BIN)/python -m hack.crd
 
 cluster: venv components
 	$(BIN)/python -m devcluster up --profile $(or $(PROFILE),cluster)

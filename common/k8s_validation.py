@@ -429,6 +429,25 @@ def validate_resources(resources: object, path: str) -> Errors:
     names = set(limits) | set(as_dict(resources.get("requests")))
     if any(str(n).startswith(HUGEPAGES_PREFIX) for n in names) and not names & {"cpu", "memory"}:
         yield FieldError(path, "HugePages require cpu or memory", "FieldValueForbidden")
+    yield from _validate_claims(resources.get("claims"), f"{path}.claims")
+
+
+def _validate_claims(claims: object, path: str) -> Errors:
+    """As Kubernetes validates a container's claims: both names are DNS labels."""
+    for i, claim in enumerate(as_list(claims)):
+        for field in ("name", "request"):
+            value = as_dict(claim).get(field)
+            if (
+                isinstance(value, str)
+                and value
+                and (len(value) > 63 or not _DNS_LABEL.match(value))
+            ):
+                yield FieldError(
+                    f"{_at(path, i)}.{field}",
+                    f"invalid value {value!r}: must be a lowercase RFC 1123 label (at most 63 "
+                    "lowercase alphanumeric characters or '-', starting and ending with an "
+                    "alphanumeric character)",
+                )
 
 
 # The grammar of github.com/distribution/reference, which the kubelet parses images with.

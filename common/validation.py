@@ -4,7 +4,7 @@ Two layers, reported together:
 - `schema_errors`: what the CRD schema enforces (the models of `common.api`,
   unknown fields, the CEL rules), after the API server's defaulting, so the
   offline validator and a cluster without the webhook agree exactly;
-- the rules a schema cannot express (CONTRACT.md section 10), ported from
+- the rules a schema cannot express (docs/contract.md section 10), ported from
   Kubernetes in `common.k8s_validation`.
 Soft problems become warnings; on UPDATE, a violation the old object already
 had becomes a warning too (ratcheting), so unrelated edits are never blocked.
@@ -28,7 +28,7 @@ from common.images import render_image
 from common.json_limits import json_problem, path_key, shown
 from common.k8s_validation import FieldError
 from common.quantity import QuantityError, parse_quantity
-from common.references import referenced_secret_names
+from common.references import referenced_secret_paths
 
 __all__ = ["FieldError", "ValidationResult", "schema_errors", "validate_runtime"]
 
@@ -36,11 +36,16 @@ __all__ = ["FieldError", "ValidationResult", "schema_errors", "validate_runtime"
 @dataclass(frozen=True)
 class ValidationResult:
     errors: tuple[FieldError, ...]
-    warnings: tuple[str, ...]
+    field_warnings: tuple[FieldError, ...] = ()
 
     @property
     def allowed(self) -> bool:
         return not self.errors
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """As an admission response carries them: `path: message`."""
+        return tuple(f"{w.path}: {w.message}" for w in self.field_warnings)
 
 
 MUTABLE_TAG = "latest"
@@ -257,7 +262,7 @@ def _base_url_errors(base_url: object) -> Iterator[FieldError]:
 def _semantic_errors(
     spec: Mapping[str, Any], model: TrussiumRuntimeSpec | None
 ) -> Iterator[FieldError]:
-    """CONTRACT.md section 10: what the schema cannot say. Robust to ill-typed parts."""
+    """docs/contract.md section 10: what the schema cannot say. Robust to ill-typed parts."""
     as_dict = k8s_validation.as_dict
     yield from _pod_metadata_errors(as_dict(spec.get("podMetadata")))
     scheduling = as_dict(spec.get("scheduling"))
@@ -350,11 +355,12 @@ def _errors(obj: Mapping[str, Any]) -> tuple[list[FieldError], TrussiumRuntimeSp
 
 def _warnings(
     obj: Mapping[str, Any], model: TrussiumRuntimeSpec, existing_secrets: frozenset[str] | None
-) -> Iterator[str]:
+) -> Iterator[FieldError]:
     if model.image.tag == MUTABLE_TAG and model.image.digest is None:
-        yield (
-            f"spec.image.tag: the mutable tag {MUTABLE_TAG!r} makes rollouts unreproducible; "
-            "pin a version tag or a digest"
+        yield FieldError(
+            "spec.image.tag",
+            f"the mutable tag {MUTABLE_TAG!r} makes rollouts unreproducible; "
+            "pin a version tag or a digest",
         )
     raw_replicas = k8s_validation.as_dict(obj.get("spec")).get("replicas")
     default_replicas = TrussiumRuntimeSpec.model_fields["replicas"].default
@@ -363,16 +369,17 @@ def _warnings(
         and model.autoscaling.enabled
         and raw_replicas not in (None, default_replicas)
     ):
-        yield (
-            "spec.replicas: ignored while spec.autoscaling.enabled is true; the autoscaler owns "
-            "the replica count"
+        yield FieldError(
+            "spec.replicas",
+            "ignored while spec.autoscaling.enabled is true; the autoscaler owns the replica count",
         )
     if existing_secrets is not None:
-        for name in referenced_secret_names(model):
+        for name, path in referenced_secret_paths(model).items():
             if name not in existing_secrets:
-                yield (
+                yield FieldError(
+                    path,
                     f"Secret {shown(name)} does not exist in this namespace yet; the runtime is "
-                    "not deployed until it does"
+                    "not deployed until it does",
                 )
 
 
@@ -385,16 +392,18 @@ def validate_runtime(
     path and message is demoted to a warning.
     """
     if not isinstance(obj, Mapping):
-        return ValidationResult(schema_errors(obj), ())
+        return ValidationResult(schema_errors(obj))
     problem = json_problem(obj)
     if problem is not None:
-        return ValidationResult((FieldError(problem.path, problem.message),), ())
+        return ValidationResult((FieldError(problem.path, problem.message),))
     errors, model = _errors(obj)
     warnings = list(_warnings(obj, model, existing_secrets)) if model else []
     if isinstance(old, Mapping) and json_problem(old) is None:
         preexisting = {(e.path, e.message) for e in _errors(old)[0]}
         warnings += [
-            f"{e.path}: {e.message} (already present before this update, so not blocking it)"
+            FieldError(
+                e.path, f"{e.message} (already present before this update, so not blocking it)"
+            )
             for e in errors
             if (e.path, e.message) in preexisting
         ]

@@ -18,7 +18,8 @@ import time
 from pathlib import Path
 
 from certs.cli import main_certs
-from hack.bench_webhook import free_port, start_server, wait_ready
+from devcluster.layout import free_port
+from hack.bench_webhook import start_server, wait_ready
 
 HALF_A_HEAD = b"POST /validate-trussiumruntime HTTP/1.1\r\nHost: bench\r\nX-Slow: "
 MARGIN_SECONDS = 10.0

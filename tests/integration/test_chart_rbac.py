@@ -18,9 +18,9 @@ import pytest
 
 from devcluster import ControlPlane
 from devcluster.hostoperator import install_crds
+from devcluster.layout import free_port
 from tests.integration.chart import CHART, container, find, fullname, release_name, render
 from tests.integration.controller_harness import (
-    free_port,
     get,
     must_get,
     running_controller,

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from common.logs import configure_json_logging
+from common.logs import configure_logging
 
 REST_LOGGER = "kubernetes_asyncio.client.rest"
 
@@ -25,7 +25,7 @@ def restore_logging() -> Iterator[None]:
 @pytest.mark.usefixtures("restore_logging")
 def test_debug_level_does_not_open_the_kubernetes_client_response_bodies() -> None:
     stream = io.StringIO()
-    configure_json_logging("debug", stream)
+    configure_logging("debug", stream=stream)
     logging.getLogger(REST_LOGGER).debug("response body: %s", '{"data": {"tls.key": "S3CR3T"}}')
     logging.getLogger(REST_LOGGER).info("client message at info")
     logging.getLogger("webhook.app").debug("our own debug line")
@@ -37,6 +37,6 @@ def test_debug_level_does_not_open_the_kubernetes_client_response_bodies() -> No
 @pytest.mark.usefixtures("restore_logging")
 def test_a_quieter_level_stays_quieter_for_the_client_too() -> None:
     stream = io.StringIO()
-    configure_json_logging("warning", stream)
+    configure_logging("warning", stream=stream)
     logging.getLogger(REST_LOGGER).info("client message at info")
     assert stream.getvalue() == ""

@@ -20,13 +20,13 @@ import pytest
 
 from certs.cli import main_certs
 from certs.reload import ReloadingTLS
+from devcluster.layout import free_port
 from webhook.app import AdmissionSettings, create_admission_app
 from webhook.connections import ConnectionLimits, Listener
 from webhook.metrics import WebhookMetrics
 from webhook.server import start_site
 
 from .reviews import OPERATOR, review, runtime
-from .test_server import free_port
 
 SLOW_CLIENTS = int(os.environ.get("SLOW_CLIENTS", "200"))
 HEADER_TIMEOUT = 2.0
