@@ -17,6 +17,7 @@ Decisions:
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any
 
 from common.constants import (
@@ -59,6 +60,7 @@ _TRUSSIUM_RUNTIME_FIELDS: tuple[tuple[Path, str], ...] = (
 )
 
 _MAX_LISTED_FIELDS = 5
+_MAX_COUNTED_FIELDS = 1000
 
 
 @dataclass(frozen=True)
@@ -89,16 +91,20 @@ def review_managed_deployment_update(
                 "and cannot be changed or removed; delete or edit the TrussiumRuntime instead"
             ),
         )
-    changed = [
+    differences = (
         path
         for path in _diff(("spec",), old.get("spec"), new.get("spec"))
         if not any(path[: len(allowed)] == allowed for allowed in _ALLOWED_SPEC_PATHS)
-    ]
+    )
+    # Paths are distinct, and so is the advice for each; counting stops at a bound.
+    changed = list(islice(differences, _MAX_COUNTED_FIELDS + 1))
     if not changed:
         return GuardVerdict(allowed=True)
-    advice = list(dict.fromkeys(_advice(path) for path in changed))
-    more = len(advice) - _MAX_LISTED_FIELDS
-    listed = "; ".join(advice[:_MAX_LISTED_FIELDS]) + (f"; and {more} more" if more > 0 else "")
+    counted = min(len(changed), _MAX_COUNTED_FIELDS)
+    more = counted - _MAX_LISTED_FIELDS
+    listed = "; ".join(_advice(path) for path in changed[:_MAX_LISTED_FIELDS])
+    if more > 0:
+        listed += f"; and {more}{'+' if len(changed) > counted else ''} more"
     return GuardVerdict(
         allowed=False,
         message=(

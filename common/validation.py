@@ -95,6 +95,28 @@ def _unwrap(tp: Any) -> Any:
         return tp
 
 
+# Annotation -> (kind, element type or field map); the models are fixed, so each
+# annotation is worked out once (keyed by identity: annotations need not be hashable).
+_STEPS: dict[int, tuple[Any, str, Any]] = {}
+
+
+def _step(tp: Any) -> tuple[str, Any]:
+    known = _STEPS.get(id(tp))
+    if known is not None and known[0] is tp:
+        return known[1], known[2]
+    origin = typing.get_origin(tp)
+    step: tuple[str, Any] = ("scalar", None)
+    if origin is list:
+        step = ("list", _unwrap(typing.get_args(tp)[0]))
+    elif origin is dict:
+        step = ("dict", _unwrap(typing.get_args(tp)[1]))
+    elif isinstance(tp, type) and issubclass(tp, BaseModel):
+        fields = {f.alias or name: _unwrap(f.annotation) for name, f in tp.model_fields.items()}
+        step = ("model", fields)
+    _STEPS[id(tp)] = (tp, *step)
+    return step
+
+
 def _field_path(loc: tuple[int | str, ...]) -> str:
     """`spec.podMetadata.labels[foo]` from a pydantic location under the spec model.
 
@@ -103,15 +125,13 @@ def _field_path(loc: tuple[int | str, ...]) -> str:
     """
     path, tp = "spec", _unwrap(TrussiumRuntimeSpec)
     for item in loc:
-        origin = typing.get_origin(tp)
-        if origin is list:
-            path, tp = f"{path}[{item}]", _unwrap(typing.get_args(tp)[0])
-        elif origin is dict:
-            path, tp = f"{path}{path_key(item)}", _unwrap(typing.get_args(tp)[1])
-        elif isinstance(tp, type) and issubclass(tp, BaseModel):
-            fields = {f.alias or name: f for name, f in tp.model_fields.items()}
-            field = fields.get(str(item))
-            path, tp = f"{path}.{item}", _unwrap(field.annotation) if field else None
+        kind, inner = _step(tp)
+        if kind == "list":
+            path, tp = f"{path}[{item}]", inner
+        elif kind == "dict":
+            path, tp = f"{path}{path_key(item)}", inner
+        elif kind == "model":
+            path, tp = f"{path}.{item}", inner.get(str(item))
         else:
             break  # a union variant tag, or below a scalar
     return path

@@ -60,7 +60,9 @@ def review_body() -> bytes:
     ).encode()
 
 
-def start_server(cert_dir: Path, port: int, health_port: int, log: Path) -> subprocess.Popen[bytes]:
+def start_server(
+    cert_dir: Path, port: int, health_port: int, log: Path, *flags: str
+) -> subprocess.Popen[bytes]:
     cores = sorted(os.sched_getaffinity(0))
     with log.open("wb") as log_file:
         return subprocess.Popen(
@@ -79,6 +81,7 @@ def start_server(cert_dir: Path, port: int, health_port: int, log: Path) -> subp
                 "--operator-username=bench",
                 "--shutdown-delay=0",
                 "--log-level=warning",
+                *flags,
             ],
             cwd=REPO,
             stdout=log_file,

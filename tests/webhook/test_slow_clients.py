@@ -235,3 +235,11 @@ def dropped_reasons(served: Served) -> dict[str, float]:
         for sample in metric.samples
         if sample.name == "trussium_webhook_connections_dropped_total"
     }
+
+
+async def test_a_client_that_never_completes_the_tls_handshake_is_closed(tmp_path: Path) -> None:
+    async with serving(tmp_path, max_connections=10) as served:
+        reader, writer = await asyncio.open_connection("127.0.0.1", served.port)  # plain TCP
+        writer.write(b"\x16\x03\x01")  # the first bytes of a ClientHello, then nothing
+        await asyncio.wait_for(_closed_by_server(reader), HEADER_TIMEOUT + 15)
+        writer.close()
