@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from devcluster import nodeconfig
+from devcluster import flags, nodeconfig
 from devcluster.nodeconfig import Addresses, CgroupMode
 from devcluster.ociarchive import write_image
 from devcluster.pki import Identity
@@ -294,6 +294,10 @@ class Node:
         _run(self.enter("sh", "-c", node_end), "node network setup")
         route = ["ip", "route", "add", addresses.pod_cidr, "via", addresses.node_ip]
         _run(route, "pod network route")
+        # No default route in the node: kube-proxy's DNAT needs a route to Service IPs
+        # for the node's own (host-network) clients, so give them one, towards the host.
+        service_route = f"ip route add {flags.SERVICE_CIDR} dev eth0"
+        _run(self.enter("sh", "-c", service_route), "service network route")
         return addresses
 
     def _create_cgroups(self, cgroup_root: str) -> None:

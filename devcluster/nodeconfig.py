@@ -27,7 +27,7 @@ from devcluster.pki import KeyPair
 NODE_NAME = "node-0"
 SLOTS = 250
 KUBELET_PORT = 10250
-SANDBOX_IMAGE = "devcluster.local/pause:1"
+SANDBOX_IMAGE = "registry.k8s.io/pause:3.10"
 CNI_NETWORK = "devcluster"
 BRIDGE = "cni0"
 # Pulls go to this closed loopback port (inside the node's netns) and fail at once.
