@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 SRC := common webhook controller certs devcluster tests hack
 
-.PHONY: test venv components lint typecheck pytest unit demo cluster crd clean
+.PHONY: test venv components image lint typecheck pytest unit demo cluster crd clean
 
 test: venv components lint typecheck pytest
 
@@ -20,6 +20,13 @@ $(VENV)/.installed: pyproject.toml
 components:
 	@echo ">> ensuring the pinned Kubernetes components (first run builds them: long)"
 	@bash hack/k8s/build.sh
+
+# OCI image tarballs for containerd (`ctr -n k8s.io images import`), cached by
+# their inputs; IMAGE=standin builds one. Each build's last line is its path.
+IMAGES ?= $(or $(IMAGE),pause standin operator)
+image: venv
+	@bash hack/image/setup.sh
+	@for image in $(IMAGES); do $(BIN)/python -m hack.image build $$image || exit 1; done
 
 lint: venv
 	@echo ">> ruff"
