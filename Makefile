@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 SRC := common webhook controller certs devcluster tests hack
 
-.PHONY: test venv host components node-components lint typecheck pytest unit e2e-node demo cluster crd clean
+.PHONY: test venv host components node-components image lint typecheck pytest unit e2e-node demo cluster crd clean
 
 test: venv host components node-components lint typecheck pytest
 
@@ -27,6 +27,14 @@ components:
 node-components: host
 	@echo ">> ensuring the node profile's components (first run builds them: long)"
 	@bash hack/k8s/build-node.sh
+	@bash hack/image/setup.sh
+
+# OCI image tarballs for containerd (`ctr -n k8s.io images import`), cached by
+# their inputs; IMAGE=standin builds one. Each build's last line is its path.
+IMAGES ?= $(or $(IMAGE),pause standin operator)
+image: venv
+	@bash hack/image/setup.sh
+	@for image in $(IMAGES); do $(BIN)/python -m hack.image build $$image || exit 1; done
 
 lint: venv
 	@echo ">> ruff"

@@ -35,7 +35,6 @@ NODE_BINARIES = (
     "host-local",
     "loopback",
     "portmap",
-    "pause",
 )
 
 

@@ -20,13 +20,14 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from devcluster import flags, nodeconfig
+from devcluster.components import REPO_ROOT
 from devcluster.nodeconfig import Addresses, CgroupMode
-from devcluster.ociarchive import write_image
 from devcluster.pki import Identity
 from devcluster.process import Process
 
@@ -37,6 +38,7 @@ IDENTITIES = {
 }
 REQUIRED_TOOLS = ("iptables", "ip", "unshare", "nsenter", "mount")
 COMMAND_TIMEOUT = 60.0
+IMAGE_BUILD_TIMEOUT = 3600.0
 SWEEP_ROUNDS = 50
 POLL_SECONDS = 0.1
 
@@ -75,6 +77,22 @@ def _run(argv: Sequence[str], what: str, *, check: bool = True) -> subprocess.Co
     if check and result.returncode != 0:
         raise NodeError(f"{what} failed: {' '.join(argv)}: {result.stderr.strip()}")
     return result
+
+
+def build_image(recipe: str) -> Path:
+    """Build (or find cached) one of hack/image's OCI archives; returns its path."""
+    result = subprocess.run(
+        [sys.executable, "-m", "hack.image", "build", recipe],
+        cwd=REPO_ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+        timeout=IMAGE_BUILD_TIMEOUT,
+        check=False,
+    )
+    lines = result.stdout.strip().splitlines()
+    if result.returncode != 0 or not lines:
+        raise NodeError(f"building the {recipe} image failed (exit {result.returncode})")
+    return Path(lines[-1])
 
 
 def _ns_inode(pid: int, kind: str) -> int | None:
@@ -370,12 +388,6 @@ class Node:
         raise NodeError("containerd did not answer on its socket in time")
 
     def _import_sandbox_image(self) -> None:
-        archive = self.root / "pause.tar"
-        write_image(
-            archive,
-            nodeconfig.SANDBOX_IMAGE,
-            files={"pause": ((self.bin_dir / "pause").read_bytes(), 0o755)},
-            entrypoint=["/pause"],
-            user="65535:65535",
-        )
-        self.import_image(archive)
+        """The pause image from hack/image (cached by its inputs), the only image
+        the node needs before any pod: containerd is configured with its name."""
+        self.import_image(build_image("pause"))

@@ -4,8 +4,7 @@
 # Kubernetes release of versions.env (same wrapper module as build.sh, so the Go
 # build cache is shared), containerd v2 with its runc shim and ctr, runc (cgo and
 # libseccomp, for seccomp RuntimeDefault), and the CNI plugins the node's bridge
-# network uses, plus `pause`: the static sandbox process of every pod (the node
-# packs it into its sandbox image, so nothing is pulled). Prints the bin directory on its last line; a second run builds
+# network uses. Prints the bin directory on its last line; a second run builds
 # nothing. TRUSSIUM_NODE_BIN_DIR=/path/with/binaries skips the build.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -13,7 +12,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$here/versions.env"
 # shellcheck source=node-versions.env
 source "$here/node-versions.env"
-components=(kubelet kube-proxy containerd containerd-shim-runc-v2 ctr runc bridge host-local loopback portmap pause)
+components=(kubelet kube-proxy containerd containerd-shim-runc-v2 ctr runc bridge host-local loopback portmap)
 
 if [[ -n "${TRUSSIUM_NODE_BIN_DIR:-}" ]]; then
   for c in "${components[@]}"; do
@@ -109,30 +108,6 @@ if want bridge || want host-local || want loopback || want portmap; then
   goinstall "$CNI_PLUGINS_VERSION" \
     "-s -w -X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion=$CNI_PLUGINS_VERSION" "" \
     github.com/containernetworking/plugins/plugins/{main/bridge,ipam/host-local,main/loopback,meta/portmap}
-fi
-# --- pause: holds a pod's namespaces; exits on SIGTERM/SIGINT (it runs as pid 1,
-# which has no default signal handlers).
-if want pause; then
-  step "building pause"
-  mkdir -p "$work/pause" && cd "$work/pause"
-  go mod init trussium.local/pause >/dev/null 2>&1
-  cat > main.go <<'GO'
-// Command pause sleeps until SIGTERM or SIGINT.
-package main
-
-import (
-	"os"
-	"os/signal"
-	"syscall"
-)
-
-func main() {
-	stop := make(chan os.Signal, 1)
-	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
-	<-stop
-}
-GO
-  go build -ldflags "-s -w" -o "$bin/pause.tmp" . && mv "$bin/pause.tmp" "$bin/pause"
 fi
 step "node components ready in $bin ($((SECONDS - began))s)"
 echo "$bin"
