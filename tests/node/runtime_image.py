@@ -16,6 +16,15 @@ def import_standin(plane: ControlPlane) -> None:
     plane.node.import_image(build_image("standin"))
 
 
+def pin_by_digest(plane: ControlPlane, name: str) -> str:
+    """The image's digest, under which the node now also knows it (`repo@digest`,
+    the name a pull by digest would have created): returns the digest."""
+    pinned = digest(plane, name)
+    by_digest = f"{name.rsplit(':', 1)[0]}@{pinned}"
+    subprocess.run(plane.node.ctr("images", "tag", "--force", name, by_digest), check=True)
+    return pinned
+
+
 def digest(plane: ControlPlane, name: str) -> str:
     """The content digest containerd holds for an image name."""
     listing = subprocess.run(
