@@ -167,6 +167,10 @@ state = {q(str(state))}
 
 [plugins.'io.containerd.cri.v1.runtime']
   netns_mounts_under_state_dir = true
+  # A negative oom_score_adj (pause: -998, Guaranteed pods: -997) needs
+  # CAP_SYS_RESOURCE, which some VMs and containers withhold even from root:
+  # clamp at containerd's own score rather than fail every sandbox.
+  restrict_oom_score_adj = true
   [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
     runtime_type = 'io.containerd.runc.v2'
     [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
