@@ -191,6 +191,11 @@ def test_the_production_example_runs_with_its_secret_service_and_two_replicas(
         "create", "secret", "generic", secret["name"], "-n", namespace,
         f"--from-literal={secret['key']}=sk-test-not-a-real-key",
     )  # fmt: skip
+    # The pull secret must exist (the operator checks); nothing is pulled with it.
+    plane.kubectl(
+        "create", "secret", "docker-registry", "ghcr-pull", "-n", namespace,
+        "--docker-server=ghcr.io", "--docker-username=unused", "--docker-password=unused",
+    )  # fmt: skip
     apply(plane, runtime)
     wait_ready(plane, "production", namespace, f"{STANDIN_REPOSITORY}@{pinned}")
 
