@@ -157,7 +157,9 @@ def _interpreter(rootfs: Path) -> tuple[str, tuple[int, int]]:
 
 
 def _pip(*args: str) -> None:
-    _run([sys.executable, "-m", "pip", "--disable-pip-version-check", "--quiet", *args])
+    # SOURCE_DATE_EPOCH also fixes the timestamps inside the project's wheel.
+    env = {**os.environ, "SOURCE_DATE_EPOCH": str(SOURCE_DATE_EPOCH)}
+    _run([sys.executable, "-m", "pip", "--disable-pip-version-check", "--quiet", *args], env=env)
 
 
 def _fetch_wheels(rootfs: Path, wheels: Path, work: Path) -> Path:
