@@ -5,9 +5,9 @@ VENV := .venv
 BIN := $(VENV)/bin
 SRC := common webhook controller certs devcluster tests hack
 
-.PHONY: test venv components image lint typecheck pytest unit demo cluster crd clean
+.PHONY: test venv host components node-components image lint typecheck pytest unit e2e-node demo cluster crd clean
 
-test: venv components lint typecheck pytest
+test: venv host components node-components lint typecheck pytest
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml
@@ -17,9 +17,17 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install -q -e '.[dev]'
 	@touch $@
 
+host:
+	@bash hack/setup-host.sh
+
 components:
 	@echo ">> ensuring the pinned Kubernetes components (first run builds them: long)"
 	@bash hack/k8s/build.sh
+
+node-components: host
+	@echo ">> ensuring the node profile's components (first run builds them: long)"
+	@bash hack/k8s/build-node.sh
+	@bash hack/image/setup.sh
 
 # OCI image tarballs for containerd (`ctr -n k8s.io images import`), cached by
 # their inputs; IMAGE=standin builds one. Each build's last line is its path.
@@ -37,17 +45,21 @@ typecheck: venv
 	@echo ">> mypy --strict"
 	$(BIN)/mypy --strict $(SRC)
 
-pytest: venv components
+pytest: venv components node-components
 	@echo ">> pytest (unit, webhook, integration, end-to-end, chart)"
 	$(BIN)/pytest -ra --durations=15 $(PYTEST_ARGS)
 
 unit: venv
-	$(BIN)/pytest -ra -m "not api and not cluster" $(PYTEST_ARGS)
+	$(BIN)/pytest -ra -m "not api and not cluster and not node" $(PYTEST_ARGS)
+
+e2e-node: venv components node-components
+	@echo ">> pytest: the node profile's tests alone (real kubelet, containerd, runc)"
+	$(BIN)/pytest -ra --durations=15 -m node $(PYTEST_ARGS)
 
 crd: venv
 	$(BIN)/python -m common.crd
 
-cluster: venv components
+cluster: venv components $(if $(filter node,$(PROFILE)),node-components)
 	$(BIN)/python -m devcluster up --profile $(or $(PROFILE),cluster)
 
 demo: venv components

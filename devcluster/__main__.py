@@ -1,4 +1,4 @@
-"""`python -m devcluster up --profile api|cluster`: a control plane in the
+"""`python -m devcluster up --profile api|cluster|node`: a control plane in the
 foreground until Ctrl-C, then nothing left behind."""
 
 import argparse
@@ -16,7 +16,9 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     up = commands.add_parser("up", help="start a local control plane until Ctrl-C")
     up.add_argument("--profile", choices=[p.value for p in Profile], default=Profile.CLUSTER.value)
-    up.add_argument("--nodes", type=int, default=3, help="kwok nodes (cluster profile)")
+    up.add_argument(
+        "--nodes", type=int, default=None, help="kwok nodes (default: 3 in cluster, 0 in node)"
+    )
     up.add_argument(
         "--keep-dir", action="store_true", help="keep certificates, kubeconfig and logs on exit"
     )
