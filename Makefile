@@ -50,7 +50,7 @@ pytest: venv components node-components
 	$(BIN)/pytest -ra --durations=15 $(PYTEST_ARGS)
 
 unit: venv
-	$(BIN)/pytest -ra -m "not api and not cluster and not node" $(PYTEST_ARGS)
+	$(BIN)/pytest -ra -m "not api and not cluster and not node and not image" $(PYTEST_ARGS)
 
 e2e-node: venv components node-components
 	@echo ">> pytest: the node profile's tests alone (real kubelet, containerd, runc)"

@@ -6,31 +6,23 @@ proven here from the refusing side; tests/image/test_containers.py runs it
 in a real container where both hold.
 """
 
-import json
 import os
 import signal
 import subprocess
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from common import constants as c
-from common.api import TrussiumRuntime
-from common.defaulting import apply_defaults
-from common.render import config_data
 from hack.image.images import STANDIN_BINARY, build
 from hack.image.oci import extract
+from tests.image.standin import API_KEY, draining, get, live, local, rendered_environment
 from tests.integration.controller_harness import free_port, wait_for
 
-ROOT = Path(__file__).resolve().parents[2]
-API_KEY = "sk-standin-test-0123456789"
 RUNTIME_UID = c.RUNTIME_UID
 EXIT_TIMEOUT_SECONDS = 15
 
@@ -45,16 +37,6 @@ def standin() -> Iterator[Path]:
         extract(build("standin"), STANDIN_BINARY, binary)
         binary.chmod(0o755)
         yield binary
-
-
-def rendered_environment(example: str) -> dict[str, str]:
-    """The container environment the operator gives an example runtime."""
-    manifest = yaml.safe_load((ROOT / "examples" / example).read_text())
-    runtime = TrussiumRuntime.model_validate(apply_defaults(manifest).object)
-    env = config_data(runtime.spec)
-    if runtime.spec.provider.credentials_secret_ref is not None:
-        env[c.API_KEY_ENV] = API_KEY
-    return env
 
 
 def as_runtime_user() -> dict[str, Any]:
@@ -75,26 +57,10 @@ def run(binary: Path, env: Mapping[str, str], *args: str, **popen: Any) -> subpr
     )
 
 
-def get(port: int, path: str) -> tuple[int, dict[str, Any]]:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=2) as response:
-            return response.status, json.load(response)
-    except urllib.error.HTTPError as error:
-        return error.code, json.load(error)
-
-
 def serving(process: subprocess.Popen[str], port: int) -> bool:
     if process.poll() is not None:
         pytest.fail(f"the stand-in exited {process.returncode}: {process.communicate()[1]}")
-    try:
-        return get(port, c.LIVE_PATH)[0] == 200
-    except OSError:
-        return False
-
-
-def local(env: Mapping[str, str], port: int) -> dict[str, str]:
-    """Rendered env listening on loopback and a free port instead of 0.0.0.0:9000."""
-    return {**env, c.ENV_HOST: "127.0.0.1", c.ENV_PORT: str(port)}
+    return live(port)
 
 
 def test_refuses_to_run_as_root(standin: Path) -> None:
@@ -140,10 +106,14 @@ def test_reads_what_the_operator_renders_and_never_shows_the_key(standin: Path) 
     try:
         wait_for(lambda: serving(process, port), "the stand-in to serve", timeout=10)
         status, parsed = get(port, "/standin/config")
+        # The example drains for 45 s; a second signal during the drain ends it.
+        process.send_signal(signal.SIGTERM)
+        wait_for(lambda: draining(port), "the stand-in to drain", timeout=5)
     finally:
         process.send_signal(signal.SIGINT)
-        process.send_signal(signal.SIGINT)
         _, stderr = process.communicate(timeout=EXIT_TIMEOUT_SECONDS)
+    assert process.returncode == 0, stderr
+    assert "interrupt again: stopping now" in stderr
     assert status == 200
     assert parsed == {
         "environment": "production",
@@ -169,7 +139,7 @@ def test_serves_the_probe_paths_and_drains_on_sigterm(standin: Path) -> None:
 
     process.send_signal(signal.SIGTERM)
     signalled = time.monotonic()
-    wait_for(lambda: get(port, c.READY_PATH)[0] == 503, "readiness to fail while draining", 5)
+    wait_for(lambda: draining(port), "readiness to fail while draining", 5)
     assert get(port, c.LIVE_PATH)[0] == 200, "still live while draining"
     _, stderr = process.communicate(timeout=drain + EXIT_TIMEOUT_SECONDS)
     assert process.returncode == 0, stderr
