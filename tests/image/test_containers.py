@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 
 from common import constants as c
+from hack.image.dockerfile import DOCKERFILE, python_version
 from hack.image.images import build
+from tests.image.chart import chart_containers
 from tests.image.containers import Bundle
-from tests.image.expectations import chart_containers, dockerfile_python
 from tests.image.standin import draining, get, live, local, rendered_environment
 from tests.integration.controller_harness import free_port, wait_for
 
@@ -61,7 +62,8 @@ def test_runs_as_65532_with_the_dockerfiles_python_and_cannot_write_its_root(
     probe = "import os, sys; print(os.getuid(), os.getgid(), '%d.%d' % sys.version_info[:2])"
     result = operator.run(["python3", "-c", probe])
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == [str(OPERATOR_UID), str(OPERATOR_UID), dockerfile_python()]
+    python = python_version(DOCKERFILE.read_text())
+    assert result.stdout.split() == [str(OPERATOR_UID), str(OPERATOR_UID), python]
     written = operator.run(["python3", "-c", "open('/usr/local/probe', 'w')"])
     assert written.returncode != 0
     assert "Read-only file system" in written.stderr

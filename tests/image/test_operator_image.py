@@ -3,7 +3,6 @@ holds what it should (and nothing it should not), read from the OCI tarball
 without running it. tests/image/test_containers.py runs it.
 """
 
-import json
 import tarfile
 import tomllib
 from functools import cache
@@ -12,13 +11,15 @@ from typing import Any
 
 import pytest
 
+from hack.image.dockerfile import DOCKERFILE, image_config, python_version
 from hack.image.oci import Image, read_image
-from tests.image.expectations import chart_containers, dockerfile_python, final_stage, pairs
+from tests.image.chart import chart_containers
 
 pytestmark = pytest.mark.image
 
 ROOT = Path(__file__).resolve().parents[2]
-SITE = "usr/local/lib/python{version}/dist-packages"
+PYTHON = python_version(DOCKERFILE.read_text())
+SITE = f"usr/local/lib/python{PYTHON}/dist-packages"
 
 
 @pytest.fixture(scope="module")
@@ -45,23 +46,30 @@ def layer_members(tarball: Path) -> dict[str, tarfile.TarInfo]:
 
 
 def test_config_declares_what_the_dockerfile_declares(image: Image) -> None:
-    stage = final_stage()
+    declared = image_config(DOCKERFILE.read_text())
     config: dict[str, Any] = image.config["config"]
-    assert config["User"] == stage.arguments("USER")[-1]
-    assert config["Cmd"] == json.loads(stage.arguments("CMD")[-1])
-    entrypoints = stage.arguments("ENTRYPOINT")
-    assert config.get("Entrypoint") == (json.loads(entrypoints[-1]) if entrypoints else None)
-    workdirs = stage.arguments("WORKDIR")
-    assert config.get("WorkingDir", "") == (workdirs[-1] if workdirs else "")
-    exposed = {p if "/" in p else f"{p}/tcp" for a in stage.arguments("EXPOSE") for p in a.split()}
-    assert set(config["ExposedPorts"]) == exposed
-    assert config["Labels"] == pairs(stage.arguments("LABEL"))
-    env = dict(entry.partition("=")[::2] for entry in config["Env"])
-    assert pairs(stage.arguments("ENV")).items() <= env.items()
-    # python:*-slim sets these two; the console scripts are found on PATH.
-    assert env["LANG"] == "C.UTF-8"
-    assert "/usr/local/bin" in env["PATH"].split(":")
+    assert config["User"] == declared.user
+    assert config["Cmd"] == list(declared.cmd)
+    assert config.get("Entrypoint") == (list(declared.entrypoint) or None)
+    assert config.get("WorkingDir", "") == declared.workdir
+    assert set(config["ExposedPorts"]) == set(declared.exposed_ports)
+    assert config["Labels"] == declared.labels
+    assert dict(entry.partition("=")[::2] for entry in config["Env"]) == declared.env
     assert image.config["os"] == "linux"
+
+
+def test_the_dockerfile_is_read_as_written() -> None:
+    """The facts the chart and the cluster rely on, as the Dockerfile spells them."""
+    declared = image_config(DOCKERFILE.read_text())
+    assert declared.user == "65532:65532"
+    assert declared.cmd == ("trussium-controller", "run")
+    assert not declared.entrypoint
+    assert set(declared.exposed_ports) == {"8080/tcp", "8081/tcp", "9443/tcp"}
+    version = (ROOT / "VERSION").read_text().strip()
+    assert declared.labels["org.opencontainers.image.version"] == version
+    assert declared.env["HOME"] == "/tmp"
+    assert declared.env["PYTHONDONTWRITEBYTECODE"] == "1"
+    assert "/usr/local/bin" in declared.env["PATH"].split(":")
 
 
 def test_named_as_the_chart_installs_it(image: Image) -> None:
@@ -71,10 +79,9 @@ def test_named_as_the_chart_installs_it(image: Image) -> None:
 
 
 def test_python_is_the_dockerfiles_minor_version(tarball: Path) -> None:
-    version = dockerfile_python()
     members = layer_members(tarball)
-    assert f"usr/bin/python{version}" in members
-    assert f"{SITE.format(version=version)}/webhook/__init__.py" in members
+    assert f"usr/bin/python{PYTHON}" in members
+    assert f"{SITE}/webhook/__init__.py" in members
 
 
 def test_console_scripts_run_the_image_python(tarball: Path) -> None:
@@ -94,9 +101,8 @@ def test_console_scripts_run_the_image_python(tarball: Path) -> None:
 def test_project_bytecode_is_compiled_at_build_time(tarball: Path) -> None:
     """The root filesystem is read-only at run time: no .pyc could be written then."""
     members = layer_members(tarball)
-    site = SITE.format(version=dockerfile_python())
-    tag = f"cpython-{dockerfile_python().replace('.', '')}"
-    sources = [p for p in members if p.startswith(f"{site}/webhook/") and p.endswith(".py")]
+    tag = f"cpython-{PYTHON.replace('.', '')}"
+    sources = [p for p in members if p.startswith(f"{SITE}/webhook/") and p.endswith(".py")]
     assert sources
     for source in sources:
         directory, _, name = source.rpartition("/")
@@ -105,9 +111,8 @@ def test_project_bytecode_is_compiled_at_build_time(tarball: Path) -> None:
 
 def test_ships_no_installer_build_tool_or_documentation(tarball: Path) -> None:
     members = layer_members(tarball)
-    site = SITE.format(version=dockerfile_python())
     for package in ("pip", "setuptools", "wheel"):
-        assert f"{site}/{package}" not in members, f"{package} is installed"
+        assert f"{SITE}/{package}" not in members, f"{package} is installed"
     for tool in ("pip", "pip3", "apt-get", "gcc", "cc", "make"):
         assert f"usr/bin/{tool}" not in members
         assert f"usr/local/bin/{tool}" not in members
