@@ -1,6 +1,8 @@
 """Reading the Dockerfile for the image built without Docker (hack/image/dockerfile.py):
 the forms it understands give Docker's meaning, the others are refused."""
 
+from collections.abc import Callable
+
 import pytest
 
 from hack.image.dockerfile import (
@@ -61,18 +63,21 @@ def test_the_project_dockerfile_is_understood() -> None:
 
 
 @pytest.mark.parametrize(
-    ("change", "message"),
+    ("change", "read", "message"),
     [
-        (('CMD ["serve", "--port=80"]', "CMD serve --port=80"), "exec"),
-        (('CMD ["serve", "--port=80"]', 'CMD "serve"'), "exec"),
-        (("ENV A=1", "ENV A 1"), "KEY=value form"),
-        (("COPY pkg ./pkg", "COPY --chown=1 pkg ./pkg"), "plain COPY"),
-        (("ARG PYTHON_IMAGE=python:3.12-slim-bookworm", "ARG PYTHON_IMAGE=debian"), "python:X.Y"),
+        (('CMD ["serve", "--port=80"]', "CMD serve --port=80"), image_config, "exec"),
+        (('CMD ["serve", "--port=80"]', 'CMD "serve"'), image_config, "exec"),
+        (("ENV A=1", "ENV A 1"), image_config, "KEY=value form"),
+        (("COPY pkg ./pkg", "COPY --chown=1 pkg ./pkg"), builder_copies, "plain COPY"),
+        (
+            ("ARG PYTHON_IMAGE=python:3.12-slim-bookworm", "ARG PYTHON_IMAGE=debian"),
+            python_version,
+            "python:X.Y",
+        ),
     ],
 )
-def test_forms_it_does_not_understand_are_refused(change: tuple[str, str], message: str) -> None:
-    text = SAMPLE.replace(*change)
+def test_forms_it_does_not_understand_are_refused(
+    change: tuple[str, str], read: Callable[[str], object], message: str
+) -> None:
     with pytest.raises(ValueError, match=message):
-        image_config(text)
-        builder_copies(text)
-        python_version(text)
+        read(SAMPLE.replace(*change))
