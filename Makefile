@@ -10,7 +10,7 @@ SRC := common webhook controller certs devcluster tests hack
 test: venv host components node-components lint typecheck pytest
 
 venv: $(VENV)/.installed
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml VERSION
 	@echo ">> creating virtualenv and installing the project"
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
@@ -54,14 +54,14 @@ pytest: venv components node-components
 	$(BIN)/pytest -ra --durations=15 $(PYTEST_ARGS)
 
 unit: venv
-	$(BIN)/pytest -ra -m "not api and not cluster and not node" $(PYTEST_ARGS)
+	$(BIN)/pytest -ra -m "not api and not cluster and not node and not image" $(PYTEST_ARGS)
 
 e2e-node: venv components node-components
 	@echo ">> pytest: the node profile's tests alone (real kubelet, containerd, runc)"
 	$(BIN)/pytest -ra --durations=15 -m node $(PYTEST_ARGS)
 
 crd: venv
-	$(BIN)/python -m common.crd
+	$(BIN)/python -m hack.crd
 
 cluster: venv components $(if $(filter node,$(PROFILE)),node-components)
 	$(BIN)/python -m devcluster up --profile $(or $(PROFILE),cluster)

@@ -2,7 +2,7 @@
 
 The single source of truth for the API's shape, bounds and defaults: the CRD
 in charts/trussium-operator/crds/ is generated from these models
-(`python -m common.crd`), and a test fails when the two disagree. Field
+(`make crd`), and a test fails when the two disagree. Field
 descriptions become the CRD's (`kubectl explain`) and docs/api-reference.md.
 
 Cross-field rules are declared once as `CelRule`s: the CRD carries their CEL

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from common.crd import openapi_schema
+from common.schema import openapi_schema
 
 
 @dataclass(frozen=True)

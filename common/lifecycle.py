@@ -1,7 +1,9 @@
-"""The upgrade lifecycle (CONTRACT.md section 6, ADR 0007).
+"""The upgrade lifecycle (docs/contract.md section 6).
 
 Everything is derived from the managed Deployment's own status and the
-desired image, so the operator needs no access to Pods or ReplicaSets.
+desired image, so the operator needs no access to Pods or ReplicaSets (the
+Go operator's ADR 0007,
+https://github.com/trussiumhq/trussium-operator/blob/main/docs/adr/0007-observe-upgrades-through-deployment-status.md).
 """
 
 from collections.abc import Mapping

@@ -1,4 +1,4 @@
-"""The Secrets a TrussiumRuntime refers to (CONTRACT.md section 5, step 2)."""
+"""The Secrets a TrussiumRuntime refers to (docs/contract.md section 5, step 2)."""
 
 from common.api import TrussiumRuntimeSpec
 

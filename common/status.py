@@ -1,4 +1,4 @@
-"""A TrussiumRuntime's status from what one reconcile observed (CONTRACT.md 3, 6, 7)."""
+"""A TrussiumRuntime's status from what one reconcile observed (docs/contract.md 3, 6, 7)."""
 
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -75,7 +75,7 @@ def endpoint(service: Mapping[str, Any] | None, namespace: str, default_port: in
 
 
 def availability(desired: int, available: int) -> ConditionState:
-    """The rule A(D) of CONTRACT.md section 7."""
+    """The rule A(D) of docs/contract.md section 7."""
     if desired == 0:
         return ConditionState("False", Reason.SCALED_TO_ZERO, "The runtime is scaled to zero.")
     if available > 0:

@@ -4,7 +4,7 @@ Two layers, reported together:
 - `schema_errors`: what the CRD schema enforces (the models of `common.api`,
   unknown fields, the CEL rules), after the API server's defaulting, so the
   offline validator and a cluster without the webhook agree exactly;
-- the rules a schema cannot express (CONTRACT.md section 10), ported from
+- the rules a schema cannot express (docs/contract.md section 10), ported from
   Kubernetes in `common.k8s_validation`.
 Soft problems become warnings; on UPDATE, a violation the old object already
 had becomes a warning too (ratcheting), so unrelated edits are never blocked.
@@ -236,7 +236,7 @@ def _base_url_errors(base_url: object) -> Iterator[FieldError]:
 def _semantic_errors(
     spec: Mapping[str, Any], model: TrussiumRuntimeSpec | None
 ) -> Iterator[FieldError]:
-    """CONTRACT.md section 10: what the schema cannot say. Robust to ill-typed parts."""
+    """docs/contract.md section 10: what the schema cannot say. Robust to ill-typed parts."""
     as_dict = k8s_validation.as_dict
     yield from _pod_metadata_errors(as_dict(spec.get("podMetadata")))
     scheduling = as_dict(spec.get("scheduling"))

@@ -1,4 +1,4 @@
-"""Reconcile one TrussiumRuntime: CONTRACT.md section 5, step by step.
+"""Reconcile one TrussiumRuntime: docs/contract.md section 5, step by step.
 
 Every decision (what to apply, what to delete, the status, the Events) is
 made by `common/`; this sequences the I/O around those decisions. It

@@ -8,7 +8,7 @@ import argparse
 import sys
 import time
 
-from hack.image.images import RECIPES, build
+from hack.image.images import RECIPES, build, tarball_path
 from hack.image.oci import read_image, unpacked_size
 
 MB = 1_000_000
@@ -20,6 +20,9 @@ def main(argv: list[str] | None = None) -> int:
     build_parser = commands.add_parser("build", help="build one image (cached by its inputs)")
     build_parser.add_argument("image", choices=sorted(RECIPES))
     build_parser.add_argument(
+        "--sizes", action="store_true", help="report the sizes of a cached image too"
+    )
+    build_parser.add_argument(
         "--name",
         action="append",
         default=[],
@@ -29,13 +32,18 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     started = time.monotonic()
+    cached = tarball_path(args.image, args.name).exists()
     tarball = build(args.image, args.name)
-    image = read_image(tarball)
-    print(
-        f"{args.image}: {', '.join(image.names)}; {tarball.stat().st_size / MB:.1f} MB archive, "
-        f"{unpacked_size(tarball) / MB:.1f} MB unpacked ({time.monotonic() - started:.1f} s)",
-        file=sys.stderr,
-    )
+    names = ", ".join(read_image(tarball).names)
+    if cached and not args.sizes:
+        print(f"{args.image}: {names} (cached)", file=sys.stderr)
+    else:
+        print(
+            f"{args.image}: {names}; {tarball.stat().st_size / MB:.1f} MB archive, "
+            f"{unpacked_size(tarball) / MB:.1f} MB unpacked "
+            f"({'cached' if cached else f'built in {time.monotonic() - started:.1f} s'})",
+            file=sys.stderr,
+        )
     print(tarball)
     return 0
 

@@ -15,6 +15,13 @@ import yaml
 
 from hack.image import debian
 from hack.image.cache import Key, cache_dir, locked, source_files
+from hack.image.dockerfile import (
+    BASE_ENV,
+    DOCKERFILE,
+    builder_copies,
+    image_config,
+    python_version,
+)
 from hack.image.oci import SOURCE_DATE_EPOCH, ImageConfig, Layer, assemble, pack, write_layer
 
 HERE = Path(__file__).resolve().parent
@@ -22,38 +29,14 @@ REPO = HERE.parents[1]
 ARCHITECTURES = {"x86_64": "amd64", "aarch64": "arm64"}
 STEP_TIMEOUT_SECONDS = 1800
 
-# What the Dockerfile's builder stage copies: the wheel is built from these only.
-PROJECT_SOURCES = ("pyproject.toml", "README.md", "common", "webhook", "controller", "certs")
-PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-OPERATOR_CONFIG = ImageConfig(
-    user="65532:65532",
-    cmd=("trussium-controller", "run"),
-    env={
-        "PATH": PATH,
-        "LANG": "C.UTF-8",
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "PYTHONUNBUFFERED": "1",
-        "PIP_NO_CACHE_DIR": "1",
-        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
-        "HOME": "/tmp",
-    },
-    exposed_ports=("8080/tcp", "8081/tcp", "9443/tcp"),
-    labels={
-        "org.opencontainers.image.title": "trussium-operator",
-        "org.opencontainers.image.description": (
-            "Kubernetes operator and admission webhook for Trussium runtimes"
-        ),
-        "org.opencontainers.image.source": "https://github.com/trussiumhq/trussium-operator",
-        "org.opencontainers.image.licenses": "Apache-2.0",
-    },
-)
+PATH = BASE_ENV["PATH"]
 
 # The runtime image the examples and the demo use (0.9.0, upgraded to 0.9.1).
 STANDIN_REPOSITORY = "ghcr.io/trussiumhq/trussium"
 STANDIN_TAGS = ("0.9.0", "0.9.1")
 STANDIN_BINARY = "trussium-standin"
 STANDIN_CONFIG = ImageConfig(
-    # The runtime contract's identity (CONTRACT.md section 4: runAsUser 10001).
+    # The runtime contract's identity (docs/contract.md section 4: runAsUser 10001).
     user="10001:10001",
     entrypoint=(f"/{STANDIN_BINARY}",),
     exposed_ports=("9000/tcp",),
@@ -126,7 +109,8 @@ def _go_layers(package: str, binary: str) -> Callable[[Path], list[Layer]]:
 
 def _operator_inputs(key: Key) -> None:
     key.text("base", debian.base_key())
-    key.files(REPO, source_files(REPO, PROJECT_SOURCES))
+    sources = [source for source, _ in builder_copies(DOCKERFILE.read_text())]
+    key.files(REPO, source_files(REPO, sources))
 
 
 def _chroot_python(rootfs: Path, *args: str) -> None:
@@ -157,15 +141,17 @@ def _interpreter(rootfs: Path) -> tuple[str, tuple[int, int]]:
 
 
 def _pip(*args: str) -> None:
-    _run([sys.executable, "-m", "pip", "--disable-pip-version-check", "--quiet", *args])
+    # SOURCE_DATE_EPOCH also fixes the timestamps inside the project's wheel.
+    env = {**os.environ, "SOURCE_DATE_EPOCH": str(SOURCE_DATE_EPOCH)}
+    _run([sys.executable, "-m", "pip", "--disable-pip-version-check", "--quiet", *args], env=env)
 
 
 def _fetch_wheels(rootfs: Path, wheels: Path, work: Path) -> Path:
     """Build the project's wheel like the Dockerfile's builder stage; fetch the
     wheels of its dependencies for the base's interpreter. Returns the project wheel."""
     source = work / "src"
-    for path in PROJECT_SOURCES:
-        src, dst = REPO / path, source / path
+    for path, destination in builder_copies(DOCKERFILE.read_text()):
+        src, dst = REPO / path, source / destination
         if src.is_dir():
             shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
         else:
@@ -174,6 +160,9 @@ def _fetch_wheels(rootfs: Path, wheels: Path, work: Path) -> Path:
     _pip("wheel", "--no-deps", "--wheel-dir", str(wheels), str(source))
     (project,) = wheels.glob("trussium_operator-*.whl")
     python, (libc_major, libc_minor) = _interpreter(rootfs)
+    wanted = python_version(DOCKERFILE.read_text())
+    if python != wanted:
+        raise RuntimeError(f"the base has Python {python}; the Dockerfile's base has {wanted}")
     machine = platform.machine()
     platforms = [f"manylinux_{libc_major}_{m}_{machine}" for m in range(libc_minor, 16, -1)]
     _pip(
@@ -240,20 +229,28 @@ def _operator_names() -> tuple[str, ...]:
 class Recipe:
     inputs: Callable[[Key], None]
     layers: Callable[[Path], list[Layer]]
-    config: ImageConfig
+    config: Callable[[], ImageConfig]
     default_names: Callable[[], tuple[str, ...]]
 
 
 RECIPES = {
-    "operator": Recipe(_operator_inputs, _operator_layers, OPERATOR_CONFIG, _operator_names),
+    "operator": Recipe(
+        _operator_inputs,
+        _operator_layers,
+        lambda: image_config(DOCKERFILE.read_text()),
+        _operator_names,
+    ),
     "standin": Recipe(
         _go_inputs("standin"),
         _go_layers("standin", STANDIN_BINARY),
-        STANDIN_CONFIG,
+        lambda: STANDIN_CONFIG,
         lambda: tuple(f"{STANDIN_REPOSITORY}:{tag}" for tag in STANDIN_TAGS),
     ),
     "pause": Recipe(
-        _go_inputs("pause"), _go_layers("pause", "pause"), PAUSE_CONFIG, lambda: (PAUSE_NAME,)
+        _go_inputs("pause"),
+        _go_layers("pause", "pause"),
+        lambda: PAUSE_CONFIG,
+        lambda: (PAUSE_NAME,),
     ),
 }
 
@@ -262,7 +259,7 @@ def tarball_path(image: str, names: Sequence[str] = ()) -> Path:
     """Where `image` with these names (default: its default names) is cached."""
     recipe = RECIPES[image]
     key = Key().files(HERE, source_files(HERE, [p.name for p in HERE.glob("*.py")]))
-    key.text("image", image).text("config", repr(recipe.config))
+    key.text("image", image).text("config", repr(recipe.config()))
     key.text("names", "\n".join(names or recipe.default_names()))
     recipe.inputs(key)
     return cache_dir() / f"{image}-{key.hexdigest()}.tar"
@@ -281,6 +278,6 @@ def build(image: str, names: Sequence[str] = ()) -> Path:
         with tempfile.TemporaryDirectory(dir=out.parent, prefix=f".{image}-") as scratch:
             work = Path(scratch)
             layers = recipe.layers(work)
-            assemble(work / "layout", layers, recipe.config, _architecture())
+            assemble(work / "layout", layers, recipe.config(), _architecture())
             pack(work / "layout", names, out)
     return out

@@ -178,6 +178,21 @@ def read_image(tarball: Path) -> Image:
     return Image(names=names, manifest=manifest, config=config, layer_digests=layers)
 
 
+def extract(tarball: Path, path: str, dest: Path) -> None:
+    """Copy one file of the image's layers (the last layer holding it wins) to `dest`."""
+    found = None
+    with tarfile.open(tarball) as tar:
+        for digest in read_image(tarball).layer_digests:
+            with tarfile.open(fileobj=_blob(tar, digest), mode="r:*") as layer:
+                member = next((m for m in layer if m.name.removeprefix("./") == path), None)
+                source = layer.extractfile(member) if member is not None else None
+                if source is not None:
+                    found = source.read()
+    if found is None:
+        raise ValueError(f"{tarball} holds no file {path}")
+    dest.write_bytes(found)
+
+
 def unpacked_size(tarball: Path) -> int:
     """Bytes of the files in every layer: what the image occupies once unpacked."""
     total = 0

@@ -9,9 +9,11 @@ for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q '^install ok installed$' || missing+=("$p")
 done
 [[ ${#missing[@]} -eq 0 ]] && exit 0
-if [[ $EUID -ne 0 ]]; then
-  echo "the image build needs ${missing[*]} (Debian packages); run this script as root" >&2
-  exit 1
+# Like hack/setup-host.sh: without root or apt, say so and go on; the image
+# tests then skip with their own reason.
+if ! command -v apt-get >/dev/null || [[ $EUID -ne 0 ]]; then
+  echo "image setup: cannot install ${missing[*]} (needs root and apt); images cannot be built here" >&2
+  exit 0
 fi
 echo ">> installing ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive

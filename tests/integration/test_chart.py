@@ -26,7 +26,7 @@ from webhook.cli import build_parser as webhook_parser
 pytestmark = pytest.mark.cluster
 
 FULL_MANAGEMENT = ["get", "list", "watch", "create", "update", "patch", "delete"]
-# CONTRACT.md section 9, plus the finalizers subresource (ADR 0003).
+# docs/contract.md section 9, plus the finalizers subresource (ADR 0003).
 CONTROLLER_RULES = [
     {
         "apiGroups": ["runtime.trussium.io"],

@@ -1,4 +1,4 @@
-"""The rollout state and the upgrade lifecycle of CONTRACT.md section 6."""
+"""The rollout state and the upgrade lifecycle of docs/contract.md section 6."""
 
 from typing import Any
 

@@ -1,4 +1,4 @@
-"""Every field of the managed objects of CONTRACT.md section 4."""
+"""Every field of the managed objects of docs/contract.md section 4."""
 
 import copy
 from typing import Any

@@ -1,4 +1,4 @@
-"""The status of CONTRACT.md sections 3, 6 and 7, from what a reconcile observed."""
+"""The status of docs/contract.md sections 3, 6 and 7, from what a reconcile observed."""
 
 import copy
 from typing import Any

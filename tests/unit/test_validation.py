@@ -1,4 +1,4 @@
-"""Validation: every rule of CONTRACT.md sections 2 and 10, all violations at once."""
+"""Validation: every rule of docs/contract.md sections 2 and 10, all violations at once."""
 
 import copy
 from typing import Any

@@ -1,6 +1,12 @@
-{{/* Chart name, at most 63 characters. */}}
+{{/*
+The program's name, at most 63 characters: the base of every object name and
+the app.kubernetes.io/name label. Deliberately not .Chart.Name: the package is
+named trussium-operator-python so that it never collides with the Go
+operator's chart, while installed objects keep their names and Deployment
+selectors (immutable) across that rename.
+*/}}
 {{- define "trussium-operator.name" -}}
-{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- default "trussium-operator" .Values.nameOverride | trunc 63 | trimSuffix "-" }}
 {{- end }}
 
 {{/*
@@ -13,7 +19,7 @@ RBAC objects, so it stays short enough for the "-controller" suffixes.
 {{- if .Values.fullnameOverride }}
 {{- .Values.fullnameOverride | trunc 52 | trimSuffix "-" }}
 {{- else }}
-{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- $name := include "trussium-operator.name" . }}
 {{- if contains $name .Release.Name }}
 {{- .Release.Name | trunc 52 | trimSuffix "-" }}
 {{- else }}
