@@ -227,7 +227,6 @@ def kubelet_config(
         },
         "imageGCHighThresholdPercent": 100,
         "imageGCLowThresholdPercent": 99,
-        "podCIDR": addresses.pod_cidr,
     }
     if mode is CgroupMode.V1:
         # kubelet refuses cgroup v1 unless told this host is known to be v1.
@@ -245,6 +244,8 @@ def kube_proxy_config(*, addresses: Addresses, kubeconfig: Path) -> str:
         "clusterCIDR": addresses.pod_cidr,
         "healthzBindAddress": "127.0.0.1:10256",
         "metricsBindAddress": "127.0.0.1:10249",
+        # NodePorts on the node's address only (not its loopback: no route_localnet).
+        "nodePortAddresses": ["primary"],
         # Leave the host's conntrack table size and timeouts alone.
         "conntrack": {
             "maxPerCore": 0,
