@@ -80,7 +80,7 @@ def webhook_configurations(plane: ControlPlane) -> list[Obj]:
 def leader_election_id(plane: ControlPlane) -> str:
     """The controller's Lease name, from its command line (it follows the chart's fullname)."""
     args = component(plane, "controller")["spec"]["template"]["spec"]["containers"][0]["args"]
-    return next(a.split("=", 1)[1] for a in args if a.startswith("--leader-election-id="))
+    return next(str(a).split("=", 1)[1] for a in args if a.startswith("--leader-election-id="))
 
 
 def dry_run(plane: ControlPlane, manifest: Path, namespace: str) -> tuple[int, str]:
