@@ -4,6 +4,7 @@ network. Each test runs its own controller confined to its namespace."""
 
 import json
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -152,7 +153,10 @@ def http_status_from_node(plane: ControlPlane, url: str) -> int:
         "import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1], timeout=5).status)"
     )
     answer = subprocess.run(
-        plane.node.enter("python3", "-c", code, url), capture_output=True, text=True, timeout=30
+        plane.node.enter(sys.executable, "-c", code, url),
+        capture_output=True,
+        text=True,
+        timeout=30,
     )
     return int(answer.stdout.strip() or 0)
 
