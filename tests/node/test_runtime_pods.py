@@ -324,6 +324,16 @@ def short_progress_deadline(plane: ControlPlane, namespace: str) -> None:
         input=json.dumps({"kind": "List", "apiVersion": "v1", "items": [policy, binding]}),
     )
 
+    # The API server applies a new policy once its informer has it: probe until then.
+    def deadline_of_a_new_deployment() -> bool:
+        probe = plane.kubectl(
+            "create", "deployment", "deadline-probe", "-n", namespace,
+            "--image=registry.invalid/probe:1", "--dry-run=server", "-o", "json",
+        ).stdout  # fmt: skip
+        return bool(json.loads(probe)["spec"]["progressDeadlineSeconds"] == SHORT_DEADLINE_SECONDS)
+
+    wait_for(deadline_of_a_new_deployment, "the short progress deadline policy to take effect")
+
 
 @pytest.mark.usefixtures("controller")
 def test_an_upgrade_to_a_tag_missing_from_the_node_fails_then_recovers(
