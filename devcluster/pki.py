@@ -4,6 +4,7 @@ service-account signing key. ECDSA P-256 keeps generation instant."""
 
 import datetime
 import ipaddress
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -118,8 +119,14 @@ def _write_pair(
     )
 
 
-def write_pki(directory: Path, clients: dict[str, Identity], service_ip: str) -> Pki:
-    """Create every key and certificate under `directory` (files readable by the owner only)."""
+def write_pki(
+    directory: Path,
+    clients: dict[str, Identity],
+    service_ip: str,
+    extra_ips: Sequence[str] = (),
+) -> Pki:
+    """Create every key and certificate under `directory` (files readable by the owner only);
+    the API server's certificate is valid for 127.0.0.1, `service_ip` and `extra_ips`."""
     directory.mkdir(parents=True, exist_ok=True)
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "devcluster-ca")])
@@ -136,7 +143,9 @@ def write_pki(directory: Path, clients: dict[str, Identity], service_ip: str) ->
 
     serving_key = ec.generate_private_key(ec.SECP256R1())
     sans: list[x509.GeneralName] = [x509.DNSName(name) for name in SERVING_DNS_NAMES]
-    sans += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ("127.0.0.1", service_ip)]
+    sans += [
+        x509.IPAddress(ipaddress.ip_address(ip)) for ip in ("127.0.0.1", service_ip, *extra_ips)
+    ]
     serving_cert = _issue(
         x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kube-apiserver")]),
         serving_key,
