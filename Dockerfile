@@ -17,6 +17,7 @@ COPY common ./common
 COPY webhook ./webhook
 COPY controller ./controller
 COPY certs ./certs
+COPY cmdline ./cmdline
 # The project's wheel plus a wheel for every dependency, so the final stage
 # installs offline from /wheels and never needs a build tool.
 RUN pip wheel --wheel-dir /wheels .

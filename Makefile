@@ -3,7 +3,7 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-SRC := common webhook controller certs devcluster tests hack
+SRC := common webhook controller certs cmdline devcluster tests hack
 
 .PHONY: test venv host components node-components image lint typecheck pytest unit e2e-node demo cluster crd clean
 

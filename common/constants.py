@@ -61,6 +61,7 @@ class Reason(StrEnum):
     REFERENCE_CHECK_FAILED = "ReferenceCheckFailed"
     REFERENCES_RESOLVED = "ReferencesResolved"
     CONFIGURATION_INVALID = "ConfigurationInvalid"
+    INVALID_SPEC = "InvalidSpec"
     RECONCILIATION_FAILED = "ReconciliationFailed"
     RECONCILIATION_COMPLETE = "ReconciliationComplete"
     DEPLOYMENT_PROGRESSING = "DeploymentProgressing"

@@ -27,6 +27,7 @@ from common.constants import (
     OPERATOR_LABEL_KEYS,
     RESTARTED_AT_ANNOTATION,
 )
+from common.json_limits import cut, path_key
 
 Path = tuple[str | int, ...]
 
@@ -143,8 +144,10 @@ def _diff(path: Path, old: object, new: object) -> Iterator[Path]:
 def _format(path: Path) -> str:
     text = ""
     for segment in path:
-        if isinstance(segment, int) or "/" in segment or "." in segment:
+        if isinstance(segment, int):
             text += f"[{segment}]"
+        elif "/" in segment or "." in segment or segment != cut(segment):
+            text += path_key(segment)
         else:
             text += f".{segment}" if text else segment
     return text
@@ -153,16 +156,17 @@ def _format(path: Path) -> str:
 def _owner(deployment: Mapping[str, Any]) -> str:
     """The owning TrussiumRuntime: the controller ownerReference, else the instance label."""
     metadata = _mapping(deployment.get("metadata"))
-    namespace = metadata.get("namespace", "")
-    for reference in metadata.get("ownerReferences") or ():
+    namespace = cut(metadata.get("namespace", ""))
+    references = metadata.get("ownerReferences")
+    for reference in references if isinstance(references, list) else ():
         if (
             isinstance(reference, Mapping)
             and reference.get("controller")
             and reference.get("kind") == KIND
         ):
-            return f"{KIND} {namespace}/{reference.get('name', '')}"
+            return f"{KIND} {namespace}/{cut(reference.get('name', ''))}"
     instance = _labels(deployment).get(LABEL_INSTANCE)
-    return f"{KIND} {namespace}/{instance}" if instance else f"a {KIND}"
+    return f"{KIND} {namespace}/{cut(instance)}" if instance else f"a {KIND}"
 
 
 def _labels(obj: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -41,7 +41,7 @@ class Informer:
     ) -> None:
         self.kube = kube
         self.resource = resource
-        self.store = store or Store()
+        self.store = store if store is not None else Store()  # an empty Store is falsy
         self.synced = asyncio.Event()
         self.last_error: str | None = None
         self._on_change = on_change

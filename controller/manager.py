@@ -18,6 +18,7 @@ from prometheus_client import REGISTRY
 from common import constants as c
 from controller import metrics
 from controller.cache import Change, Store, identity_only
+from controller.exclusion import GO_OPERATOR_LEASE, ForeignLeaseGate, LeaseRef
 from controller.health import metrics_app, probes_app, serve
 from controller.informer import Informer
 from controller.kube import (
@@ -32,8 +33,15 @@ from controller.kube import (
 )
 from controller.leader import LeaderElector, Timing
 from controller.mapping import owner_of, runtime_change, runtimes_referencing_secret
-from controller.reconciler import Caches, ConflictError, ReconcileError, Reconciler
+from controller.reconciler import (
+    LEGACY_FIELD_MANAGERS,
+    Caches,
+    ConflictError,
+    ReconcileError,
+    Reconciler,
+)
 from controller.recorder import Recorder
+from controller.takeover import managers_kept
 from controller.workqueue import WorkQueue
 
 log = logging.getLogger("controller.manager")
@@ -51,6 +59,10 @@ class Options:
     metrics_address: str = "0.0.0.0:8080"
     health_address: str = "0.0.0.0:8081"
     identity: str = "trussium-operator"
+    # Field managers whose Update entries are moved to ours (ADR 0008).
+    legacy_field_managers: frozenset[str] = LEGACY_FIELD_MANAGERS
+    # Reconcile only while this Lease (the Go operator's) is not held; None: never wait.
+    exclusion_lease: LeaseRef | None = GO_OPERATOR_LEASE
 
 
 class Manager:
@@ -62,7 +74,16 @@ class Manager:
         self.runtimes = self.informers[0]
         owned = {i.resource.kind: i.store for i in self.informers[1:-1]}
         caches = Caches(runtimes=self.runtimes.store, owned=owned, secrets=self.informers[-1])
-        self.reconciler = Reconciler(kube, caches, Recorder(kube, options.identity))
+        self.reconciler = Reconciler(
+            kube, caches, Recorder(kube, options.identity), options.legacy_field_managers
+        )
+        self.gate = (
+            ForeignLeaseGate(
+                kube, options.exclusion_lease, options.identity, options.timing.retry_period
+            )
+            if options.exclusion_lease
+            else None
+        )
         self.elector = (
             LeaderElector(
                 kube,
@@ -79,7 +100,10 @@ class Manager:
         """What triggers a reconcile: runtimes first, owned kinds, Secrets last."""
         return [
             self._watch(RUNTIMES, runtime_change),
-            *(self._watch(r, owner_of, c.MANAGED_SELECTOR) for r in OWNED.values()),
+            *(
+                self._watch(r, owner_of, c.MANAGED_SELECTOR, store=Store(managers_kept))
+                for r in OWNED.values()
+            ),
             self._watch(SECRETS, self._referencing_runtimes, metadata_only=True),
         ]
 
@@ -90,6 +114,7 @@ class Manager:
         selector: str | None = None,
         *,
         metadata_only: bool = False,
+        store: Store | None = None,
     ) -> Informer:
         def enqueue(change: Change) -> None:
             for key in map_to(change):
@@ -102,6 +127,7 @@ class Manager:
                 enqueue,
                 namespace=self.options.watch_namespace,
                 label_selector=selector,
+                store=store,
             )
         return Informer(
             self.kube,
@@ -118,6 +144,10 @@ class Manager:
     def synced(self) -> bool:
         return all(i.synced.is_set() for i in self.informers)
 
+    def ready(self) -> bool:
+        """Synced, and not waiting for the Go operator's Lease to expire."""
+        return self.synced() and (self.gate is None or self.gate.is_open())
+
     def _ready_statuses(self) -> Iterator[str]:
         for runtime in self.runtimes.store.values():
             conditions = (runtime.get("status") or {}).get("conditions") or ()
@@ -128,10 +158,12 @@ class Manager:
         """Run until `stop` is set (exit 0) or the leader lease is lost (exit 1)."""
         collector = metrics.register_runtime_gauge(self._ready_statuses)
         runners = [
-            await serve(probes_app(self.synced), self.options.health_address),
+            await serve(probes_app(self.ready), self.options.health_address),
             await serve(metrics_app(), self.options.metrics_address),
         ]
         informer_tasks = [asyncio.create_task(i.run()) for i in self.informers]
+        if self.gate:
+            informer_tasks.append(asyncio.create_task(self.gate.run()))
         try:
             return await self._lead_and_work(stop)
         finally:
@@ -151,7 +183,7 @@ class Manager:
             return 0
         for runtime in self.runtimes.store.values():
             self.queue.add(f"{runtime['metadata']['namespace']}/{runtime['metadata']['name']}")
-        workers = [asyncio.create_task(self._work()) for _ in range(self.options.workers)]
+        workers = [asyncio.create_task(self._work(stop)) for _ in range(self.options.workers)]
         holding = asyncio.create_task(self.elector.hold() if self.elector else _forever())
         stopping = asyncio.create_task(stop.wait())
         await asyncio.wait([holding, stopping], return_when=asyncio.FIRST_COMPLETED)
@@ -176,11 +208,20 @@ class Manager:
     async def _all_synced(self) -> None:
         await asyncio.gather(*(i.synced.wait() for i in self.informers))
 
-    async def _work(self) -> None:
-        while (key := await self.queue.get()) is not None:
+    async def _work(self, stop: asyncio.Event) -> None:
+        while True:
+            gate = self.gate
+            if gate and not gate.is_open() and not await _until(stop, gate.wait_open()):
+                return  # stopped while the Go operator held its lease
+            if (key := await self.queue.get()) is None:
+                return
             if self.elector and not self.elector.valid():
                 self.queue.done(key)
                 return  # the renew loop is about to report the lost lease
+            if gate and not gate.is_open():
+                self.queue.done(key)
+                self.queue.add(key)  # the Go operator came back meanwhile: hold it
+                continue
             started = time.monotonic()
             result = "success"
             try:

@@ -48,6 +48,12 @@ LEADER = Gauge(
     "1 while this process holds the leader lease, else 0.",
     ["name"],
 )
+FOREIGN_LEASE_HELD = Gauge(
+    "trussium_foreign_lease_held",
+    "1 while reconciling waits for another operator's leader Lease (the Go operator's) "
+    "to expire or be released, else 0.",
+    ["lease"],
+)
 
 
 class RuntimesByReady(Collector):

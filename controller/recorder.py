@@ -1,8 +1,13 @@
 """Posting events.k8s.io/v1 Events about a TrussiumRuntime.
 
-What to say is decided in common.events; this only addresses and posts it.
-Posting is best effort, as with client-go's recorder: a lost Event must not
-fail (and so repeat) a reconcile whose status write already succeeded.
+What to say is decided in common.events; this names, addresses and posts it.
+The reconciler posts a transition's Events before it writes the status, under
+names derived from what they react to (`event_name`), so posting one again
+after a crash gets 409, taken as done. Otherwise posting is best effort, as
+with client-go's recorder: an API error is logged and the reconcile goes on
+to write the status (that Event is lost, the status is not held up). A
+transport error propagates and fails the reconcile; its retry posts the same
+names again.
 """
 
 import hashlib

@@ -87,23 +87,25 @@ def _issue(
     return builder.sign(issuer_key, hashes.SHA256())
 
 
+def _key_usage(*, ca: bool) -> x509.KeyUsage:
+    """Signatures for every certificate; signing certificates and CRLs only for the CA."""
+    return x509.KeyUsage(
+        digital_signature=True,
+        content_commitment=False,
+        key_encipherment=False,
+        data_encipherment=False,
+        key_agreement=False,
+        key_cert_sign=ca,
+        crl_sign=ca,
+        encipher_only=False,
+        decipher_only=False,
+    )
+
+
 def _leaf_extensions(usage: x509.ObjectIdentifier) -> list[tuple[x509.ExtensionType, bool]]:
     return [
         (x509.BasicConstraints(ca=False, path_length=None), True),
-        (
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=False,
-                crl_sign=False,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            True,
-        ),
+        (_key_usage(ca=False), True),
         (x509.ExtendedKeyUsage([usage]), False),
     ]
 
@@ -135,20 +137,7 @@ def write_pki(
         ca_key,
         [
             (x509.BasicConstraints(ca=True, path_length=None), True),
-            (
-                x509.KeyUsage(
-                    digital_signature=True,
-                    content_commitment=False,
-                    key_encipherment=False,
-                    data_encipherment=False,
-                    key_agreement=False,
-                    key_cert_sign=True,
-                    crl_sign=True,
-                    encipher_only=False,
-                    decipher_only=False,
-                ),
-                True,
-            ),
+            (_key_usage(ca=True), True),
         ],
     )
 

@@ -30,6 +30,18 @@ class WebhookMetrics:
             buckets=_LATENCY_BUCKETS,
             registry=self.registry,
         )
+        self.connections_refused = Counter(
+            "trussium_webhook_connections_refused_total",
+            "Connections closed on arrival because the open-connection cap was reached.",
+            registry=self.registry,
+        )
+        self.connections_dropped = Counter(
+            "trussium_webhook_connections_dropped_total",
+            "Requests or connections ended early (malformed HTTP, timeouts, clients gone), "
+            "by reason.",
+            ["reason"],
+            registry=self.registry,
+        )
         self.certificate_expiry = Gauge(
             "trussium_webhook_certificate_expiry_timestamp_seconds",
             "Expiry (Unix time) of the serving certificate new connections get.",

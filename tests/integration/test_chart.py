@@ -283,9 +283,20 @@ def test_rbac_is_the_contract_and_nothing_more(plane: ControlPlane, namespace: s
     name = fullname(release)
     objects = render(plane, release, namespace)
     assert find(objects, "ClusterRole", f"{name}-controller")["rules"] == CONTROLLER_RULES
-    assert find(objects, "ClusterRole", f"{name}-webhook")["rules"] == [
+    webhook_grants = [
+        o["kind"]
+        for o in objects
+        if o["metadata"]["name"] == f"{name}-webhook" and "Role" in o["kind"]
+    ]
+    assert webhook_grants == [], "no Secret listing unless webhook.secretLookup"
+    assert (
+        "--secret-lookup" not in container(find(objects, "Deployment", f"{name}-webhook"))["args"]
+    )
+    looking_up = render(plane, release, namespace, "--set", "webhook.secretLookup=true")
+    assert find(looking_up, "ClusterRole", f"{name}-webhook")["rules"] == [
         {"apiGroups": [""], "resources": ["secrets"], "verbs": ["list"]}
     ]
+    assert "--secret-lookup" in container(find(looking_up, "Deployment", f"{name}-webhook"))["args"]
     assert find(objects, "ClusterRole", f"{name}-webhook-ca-injection")["rules"] == [
         {
             "apiGroups": ["admissionregistration.k8s.io"],
@@ -306,7 +317,15 @@ def test_watch_namespace_turns_every_cluster_grant_into_a_role(
     release = release_name()
     name = fullname(release)
     watched = f"{namespace}-apps"
-    objects = render(plane, release, namespace, "--set", f"watchNamespace={watched}")
+    objects = render(
+        plane,
+        release,
+        namespace,
+        "--set",
+        f"watchNamespace={watched}",
+        "--set",
+        "webhook.secretLookup=true",
+    )
     controller_role = find(objects, "Role", f"{name}-controller")
     assert controller_role["metadata"]["namespace"] == watched
     assert controller_role["rules"] == CONTROLLER_RULES

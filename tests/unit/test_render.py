@@ -288,6 +288,11 @@ def test_resources_are_copied_from_the_spec() -> None:
     assert container(resources=resources)["resources"] == resources
 
 
+def test_resource_claims_reach_the_container_unchanged() -> None:
+    resources = {"claims": [{"name": "gpu"}, {"name": "nic", "request": "fast"}]}
+    assert container(resources=resources)["resources"] == resources
+
+
 @pytest.mark.parametrize(("drain", "grace"), [(None, 36), (1, 7), (30, 36), (3600, 3606)])
 def test_termination_grace_is_drain_plus_six_seconds(drain: int | None, grace: int) -> None:
     tuning = {} if drain is None else {"shutdownDrainTimeoutSeconds": drain}
