@@ -7,6 +7,7 @@ import time
 
 from devcluster.components import ComponentsError
 from devcluster.controlplane import ControlPlane, Profile, StartupError
+from devcluster.node import NodeError
 
 WATCH_SECONDS = 1.0
 
@@ -52,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         plane = ControlPlane(args.profile, nodes=args.nodes, keep_dir=args.keep_dir)
         return up(plane)
-    except (ComponentsError, StartupError, ValueError) as error:
+    except (ComponentsError, NodeError, StartupError, ValueError) as error:
         print(f"devcluster: {error}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -39,6 +39,7 @@ IDENTITIES = {
 REQUIRED_TOOLS = ("iptables", "ip", "unshare", "nsenter", "mount")
 COMMAND_TIMEOUT = 60.0
 IMAGE_BUILD_TIMEOUT = 3600.0
+IMAGE_IMPORT_TIMEOUT = 600.0  # the operator image unpacks 190 MB
 SWEEP_ROUNDS = 50
 POLL_SECONDS = 0.1
 
@@ -70,9 +71,11 @@ def unsupported_reason() -> str | None:
     return None
 
 
-def _run(argv: Sequence[str], what: str, *, check: bool = True) -> subprocess.CompletedProcess[str]:
+def _run(
+    argv: Sequence[str], what: str, *, check: bool = True, timeout: float = COMMAND_TIMEOUT
+) -> subprocess.CompletedProcess[str]:
     result = subprocess.run(
-        list(argv), capture_output=True, text=True, timeout=COMMAND_TIMEOUT, check=False
+        list(argv), capture_output=True, text=True, timeout=timeout, check=False
     )
     if check and result.returncode != 0:
         raise NodeError(f"{what} failed: {' '.join(argv)}: {result.stderr.strip()}")
@@ -136,8 +139,9 @@ class Node:
         self.root = root
         self.bin_dir = bin_dir
         self._log_dir = log_dir
-        self.mode = nodeconfig.cgroup_mode(Path("/proc/self/mountinfo").read_text())
-        self._cgroup_mounts = nodeconfig.cgroup_mounts(Path("/proc/self/mountinfo").read_text())
+        mountinfo = Path("/proc/self/mountinfo").read_text()
+        self.mode = nodeconfig.cgroup_mode(mountinfo)
+        self._cgroup_mounts = nodeconfig.cgroup_mounts(mountinfo)
         self._holder: Process | None = None
         self._mount_ns: int | None = None
         self._addresses: Addresses | None = None
@@ -169,7 +173,8 @@ class Node:
     def import_image(self, archive: Path) -> None:
         """Import an OCI or Docker image archive into containerd, where pods find it
         (nothing is ever pulled: the node has no route out)."""
-        _run(self.ctr("images", "import", "--no-unpack=false", str(archive)), "image import")
+        argv = self.ctr("images", "import", str(archive))
+        _run(argv, "image import", timeout=IMAGE_IMPORT_TIMEOUT)
 
     def images(self) -> list[str]:
         return _run(self.ctr("images", "list", "--quiet"), "image list").stdout.split()

@@ -167,6 +167,10 @@ state = {q(str(state))}
 
 [plugins.'io.containerd.cri.v1.runtime']
   netns_mounts_under_state_dir = true
+  # A negative oom_score_adj (pause: -998, Guaranteed pods: -997) needs
+  # CAP_SYS_RESOURCE, which some VMs and containers withhold even from root:
+  # clamp at containerd's own score rather than fail every sandbox.
+  restrict_oom_score_adj = true
   [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
     runtime_type = 'io.containerd.runc.v2'
     [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
@@ -223,7 +227,6 @@ def kubelet_config(
         },
         "imageGCHighThresholdPercent": 100,
         "imageGCLowThresholdPercent": 99,
-        "podCIDR": addresses.pod_cidr,
     }
     if mode is CgroupMode.V1:
         # kubelet refuses cgroup v1 unless told this host is known to be v1.
@@ -241,6 +244,8 @@ def kube_proxy_config(*, addresses: Addresses, kubeconfig: Path) -> str:
         "clusterCIDR": addresses.pod_cidr,
         "healthzBindAddress": "127.0.0.1:10256",
         "metricsBindAddress": "127.0.0.1:10249",
+        # NodePorts on the node's address only (not its loopback: no route_localnet).
+        "nodePortAddresses": ["primary"],
         # Leave the host's conntrack table size and timeouts alone.
         "conntrack": {
             "maxPerCore": 0,

@@ -18,10 +18,11 @@ from typing import Any
 import pytest
 
 from common import constants as c
+from devcluster.layout import free_port
 from hack.image.images import STANDIN_BINARY, build
 from hack.image.oci import extract
 from tests.image.standin import API_KEY, draining, get, live, local, rendered_environment
-from tests.integration.controller_harness import free_port, wait_for
+from tests.integration.controller_harness import wait_for
 
 RUNTIME_UID = c.RUNTIME_UID
 EXIT_TIMEOUT_SECONDS = 15

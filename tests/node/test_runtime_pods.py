@@ -146,6 +146,17 @@ def served_config(plane: ControlPlane, pod: Obj) -> Obj:
     return config
 
 
+def http_status_from_node(plane: ControlPlane, url: str) -> int:
+    """GET `url` from inside the node's network namespace (as a host-network client)."""
+    code = (
+        "import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1], timeout=5).status)"
+    )
+    answer = subprocess.run(
+        plane.node.enter("python3", "-c", code, url), capture_output=True, text=True, timeout=30
+    )
+    return int(answer.stdout.strip() or 0)
+
+
 @pytest.mark.usefixtures("controller")
 def test_a_minimal_runtime_runs_confined_and_becomes_ready_through_its_probes(
     plane: ControlPlane, namespace: str
@@ -174,6 +185,8 @@ def test_a_minimal_runtime_runs_confined_and_becomes_ready_through_its_probes(
     assert config["provider"] == "openai"
     assert config["port"] == 9000
     assert config["gracefulShutdownSeconds"] == 1
+    # The API server reaches the kubelet (logs), as `kubectl logs` users expect.
+    plane.kubectl("logs", "-n", namespace, pod["metadata"]["name"])
 
 
 @pytest.mark.usefixtures("controller")
@@ -191,6 +204,11 @@ def test_the_production_example_runs_with_its_secret_service_and_two_replicas(
         "create", "secret", "generic", secret["name"], "-n", namespace,
         f"--from-literal={secret['key']}=sk-test-not-a-real-key",
     )  # fmt: skip
+    # The pull secret must exist (the operator checks); nothing is pulled with it.
+    plane.kubectl(
+        "create", "secret", "docker-registry", "ghcr-pull", "-n", namespace,
+        "--docker-server=ghcr.io", "--docker-username=unused", "--docker-password=unused",
+    )  # fmt: skip
     apply(plane, runtime)
     wait_ready(plane, "production", namespace, f"{STANDIN_REPOSITORY}@{pinned}")
 
@@ -203,6 +221,12 @@ def test_the_production_example_runs_with_its_secret_service_and_two_replicas(
         assert config["providerRequestTimeoutSeconds"] == 60
     service = must_get(plane, "service", "production", namespace)
     assert service["spec"]["type"] == "NodePort"
+    # kube-proxy's rules route both the ClusterIP and the NodePort to a ready pod.
+    port = service["spec"]["ports"][0]
+    cluster_ip = f"http://{service['spec']['clusterIP']}:{port['port']}/health/ready"
+    node_port = f"http://{plane.node.addresses.node_ip}:{port['nodePort']}/health/ready"
+    assert http_status_from_node(plane, cluster_ip) == 200
+    assert http_status_from_node(plane, node_port) == 200
     endpoints = plane.kubectl(
         "get", "endpointslices", "-n", namespace,
         "-l", "kubernetes.io/service-name=production", "-o", "json",

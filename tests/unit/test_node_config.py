@@ -1,12 +1,14 @@
 """The node profile's configuration, read without starting anything."""
 
 import json
+import os
+import shutil
 from pathlib import Path
 
 import pytest
 import yaml
 
-from devcluster import nodeconfig
+from devcluster import node, nodeconfig
 from devcluster.nodeconfig import Addresses, CgroupMode
 from devcluster.pki import KeyPair
 
@@ -90,3 +92,22 @@ def test_the_apiserver_listens_on_the_veth_and_routes_to_endpoints() -> None:
     assert "--enable-aggregator-routing=true" in flags
     assert "--secure-port=6443" in flags
     assert "--kubelet-client-certificate=/x/c.crt" in flags
+
+
+def test_a_host_that_cannot_run_a_node_gets_a_one_line_reason(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    reason = node.unsupported_reason()
+    assert reason is not None
+    assert "root" in reason
+    assert "\n" not in reason
+
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    real_which = shutil.which
+    monkeypatch.setattr(
+        shutil, "which", lambda tool: None if tool == "iptables" else real_which(tool)
+    )
+    assert node.unsupported_reason() == (
+        "the node profile needs `iptables` (hack/setup-host.sh installs it)"
+    )
