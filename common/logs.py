@@ -57,8 +57,13 @@ class TextFormatter(logging.Formatter):
 
 
 def _text_value(value: object) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, default=str)
-    return text if text and not any(c.isspace() or c in '"=' for c in text) else json.dumps(text)
+    """Strings bare unless they need quotes; other values as compact JSON."""
+    if not isinstance(value, str):
+        text = json.dumps(value, default=str, separators=(",", ":"))
+        return json.dumps(text) if any(c.isspace() for c in text) else text
+    return (
+        value if value and not any(c.isspace() or c in '"=' for c in value) else json.dumps(value)
+    )
 
 
 def exception_summary(error: BaseException) -> str:

@@ -18,6 +18,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import cast
 
+from prometheus_client import disable_created_metrics
+
 from cmdline.options import (
     LOG_FORMATS,
     LOG_LEVELS,
@@ -195,6 +197,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "render":
             return _render(args)
         configure_logging(args.log_level, args.log_format)
+        # Series as controller-runtime exposes them: no `_created` companion per counter.
+        disable_created_metrics()  # type: ignore[no-untyped-call]
         if args.kubeconfig and not Path(args.kubeconfig).is_file():
             raise ConfigurationError(f"--kubeconfig {args.kubeconfig}: no such file")
         return asyncio.run(run(args))

@@ -10,11 +10,13 @@ import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 import aiohttp
 from kubernetes_asyncio import client, config
 
 from common import constants as c
+from controller import metrics
 
 JSON = "application/json"
 APPLY_PATCH = "application/apply-patch+yaml"
@@ -105,17 +107,23 @@ class Kube:
         accept: str = JSON,
         read_timeout: aiohttp.ClientTimeout | None = None,
     ) -> aiohttp.ClientResponse:
-        response: aiohttp.ClientResponse = await self.api.call_api(
-            path,
-            method,
-            query_params=sorted((query or {}).items()),
-            header_params={"Content-Type": content_type, "Accept": accept},
-            body=body,
-            auth_settings=["BearerToken"],
-            _preload_content=False,
-            _request_timeout=read_timeout or aiohttp.ClientTimeout(total=60),
-        )
-        return response
+        code = "<error>"
+        try:
+            response: aiohttp.ClientResponse = await self.api.call_api(
+                path,
+                method,
+                query_params=sorted((query or {}).items()),
+                header_params={"Content-Type": content_type, "Accept": accept},
+                body=body,
+                auth_settings=["BearerToken"],
+                _preload_content=False,
+                _request_timeout=read_timeout or aiohttp.ClientTimeout(total=60),
+            )
+            code = str(response.status)
+            return response
+        finally:
+            host = urlsplit(self.api.configuration.host).netloc
+            metrics.REST_CLIENT_REQUESTS.labels(code, method, host).inc()
 
     async def request(
         self,

@@ -70,6 +70,7 @@ class Manager:
         self.kube = kube
         self.options = options
         self.queue = WorkQueue(metrics.QUEUE)
+        metrics.init_controller(options.workers, lambda: self.queue.in_flight)
         self.informers = self.watches()
         self.runtimes = self.informers[0]
         owned = {i.resource.kind: i.store for i in self.informers[1:-1]}

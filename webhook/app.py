@@ -152,7 +152,8 @@ def create_admission_app(settings: AdmissionSettings, metrics: WebhookMetrics) -
     """The HTTPS application: one POST route per hook."""
     hooks = Hooks(settings)
     app = web.Application(
-        client_max_size=settings.max_request_bytes, middlewares=[_json_errors(settings)]
+        client_max_size=settings.max_request_bytes,
+        middlewares=[metrics.middleware(), _json_errors(settings)],
     )
     for path, decide in (
         (MUTATE_RUNTIME_PATH, hooks.mutate_runtime),
@@ -212,7 +213,6 @@ def _handler(
             verdict = "error"
         duration = time.perf_counter() - started
         metrics.requests.labels(hook, verdict).inc()
-        metrics.duration.labels(hook).observe(duration)
         log.info(
             "admission reviewed",
             extra={

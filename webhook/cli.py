@@ -16,11 +16,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import cast
 
+from prometheus_client import disable_created_metrics
+
 from certs.cli import add_certs_commands
 from cmdline.options import (
     LOG_FORMATS,
     LOG_LEVELS,
     ArgumentParser,
+    ConfigurationError,
     Subcommands,
     add_version,
     env_bool,
@@ -133,6 +136,8 @@ def _serve(args: argparse.Namespace) -> int:
     from webhook import server
 
     configure_logging(args.log_level, args.log_format)
+    # Series as controller-runtime exposes them: no `_created` companion per counter.
+    disable_created_metrics()  # type: ignore[no-untyped-call]
     if not args.operator_username:
         return fail(PROGRAM, "--operator-username is required")
     try:
@@ -140,7 +145,7 @@ def _serve(args: argparse.Namespace) -> int:
             server.split_address(address)
     except ValueError as error:
         return fail(PROGRAM, error)
-    if args.cert_dir is not None and not args.cert_dir.is_dir():
+    if args.cert_mode == "files" and args.cert_dir is not None and not args.cert_dir.is_dir():
         return fail(PROGRAM, f"--cert-dir {args.cert_dir}: not a folder")
     if args.kubeconfig and not Path(args.kubeconfig).is_file():
         return fail(PROGRAM, f"--kubeconfig {args.kubeconfig}: no such file")
@@ -187,7 +192,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except ConfigurationError as error:  # a TRUSSIUM_* variable the flags cannot take
+        return fail(PROGRAM, error)
     code: int = args.handler(args)
     return code
 

@@ -55,6 +55,11 @@ class _ProtocolErrors(logging.LoggerAdapter[logging.Logger]):
         self.counter.labels(reason).inc()
         log.debug("connection dropped", extra={"fields": {"reason": reason}})
 
+    def process(self, msg: Any, kwargs: Any) -> tuple[Any, Any]:
+        """aiohttp's own debug lines, without their tracebacks."""
+        kwargs.pop("exc_info", None)
+        return msg, kwargs
+
 
 class _Capped(asyncio.Protocol):
     """Hands a connection to aiohttp's protocol unless `limit` connections are open."""

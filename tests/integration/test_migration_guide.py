@@ -116,7 +116,17 @@ def test_the_migration_guide_runs_in_order_and_loses_nothing(
         return deployment if observed and status.get("readyReplicas") == 1 else None
 
     before = wait_for(rolled_out, "the Go-era runtime running")
-    replica_sets = plane.kubectl("get", "rs", "-n", namespace, "-o", "name").stdout.split()
+    chat_sets = (
+        "get",
+        "rs",
+        "-n",
+        namespace,
+        "-l",
+        "app.kubernetes.io/instance=chat",
+        "-o",
+        "name",
+    )
+    replica_sets = plane.kubectl(*chat_sets).stdout.split()
 
     # 1. Preflight lists the runtime our rules reject, with the fix; the user fixes it.
     code, output = run_step(plane, steps["preflight"])
@@ -168,9 +178,7 @@ def test_the_migration_guide_runs_in_order_and_loses_nothing(
         assert code == 0, output
         after = must_get(plane, "deployment", "chat", namespace)
         assert after["metadata"]["generation"] == before["metadata"]["generation"]  # type: ignore[index]
-        assert (
-            plane.kubectl("get", "rs", "-n", namespace, "-o", "name").stdout.split() == replica_sets
-        )
+        assert plane.kubectl(*chat_sets).stdout.split() == replica_sets
         for kind in OWNED_KINDS[:5]:
             assert GO_MANAGER not in managers(plane, kind, "chat", namespace), kind
         listed = [line.split()[-1].split(",") for line in output.splitlines()[1:] if line.strip()]

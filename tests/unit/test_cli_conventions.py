@@ -88,7 +88,7 @@ def _other_value(action: argparse.Action) -> str:
     """A valid value for the flag that differs from its default."""
     if action.choices:
         return str(next(c for c in action.choices if c != action.default))
-    if isinstance(action, argparse.BooleanOptionalAction):
+    if isinstance(action, argparse.BooleanOptionalAction | argparse._StoreTrueAction):
         return "false" if action.default else "true"
     if action.type in (int, float):
         return "7"
@@ -120,6 +120,7 @@ def test_a_bad_kubeconfig_is_one_line_exit_2(tmp_path: Path) -> None:
         (["trussium-controller", "run"], {"TRUSSIUM_WORKERS": "many"}),
         (["trussium-controller", "run", "--workers", "0"], {}),
         (["trussium-webhook", *SERVE], {"TRUSSIUM_SHUTDOWN_DELAY": "soon"}),
+        (["trussium-webhook", *SERVE], {"TRUSSIUM_SECRET_LOOKUP": "maybe"}),
         (["trussium-webhook", *SERVE, "--bind-address", "9443"], {}),
         (["trussium-webhook", *SERVE, "--cert-mode", "files", "--cert-dir", "/nonexistent"], {}),
         (["trussium-webhook", "serve"], {}),
@@ -129,6 +130,7 @@ def test_a_bad_kubeconfig_is_one_line_exit_2(tmp_path: Path) -> None:
         "int-variable",
         "workers",
         "float-variable",
+        "webhook-bool-variable",
         "address",
         "cert-dir",
         "operator-username",

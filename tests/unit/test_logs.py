@@ -39,13 +39,14 @@ def test_text_format_for_a_terminal_keeps_the_fields_and_hides_the_message() -> 
             raise KeyError(SECRET)
         except KeyError:
             logging.getLogger("controller.manager").exception(
-                "reconcile error", extra={"fields": {"namespace": "team-a", "error": "a b"}}
+                "reconcile error",
+                extra={"fields": {"namespace": "team-a", "error": "a b", "managers": ["m"]}},
             )
     finally:
         root.handlers[:], root.level = saved
     first, *frames = stream.getvalue().splitlines()
     assert first.endswith(
-        ' ERROR   controller.manager: reconcile error namespace=team-a error="a b"'
+        ' ERROR   controller.manager: reconcile error namespace=team-a error="a b" managers=["m"]'
     )
     assert frames[0] == "KeyError"
     assert SECRET not in stream.getvalue()

@@ -282,6 +282,8 @@ async def test_no_input_gets_a_500_and_every_review_is_answered(make_client: Mak
         ), where
         assert document["response"]["uid"] == uid, where
         assert isinstance(document["response"]["allowed"], bool), where
+        if number and number % 10_000 == 0:  # long local runs: progress (shown with -s)
+            print(f"\nfuzz: {number} requests, 500s: {statuses[500]}, slowest {slowest:.3f} s")
     print(
         f"\nfuzz: {CASES} requests (seed {SEED}) in {time.perf_counter() - started:.1f} s; "
         f"statuses {dict(statuses)}; 500s: {statuses[500]}; slowest {slowest * 1000:.0f} ms "

@@ -7,6 +7,7 @@ reviews keep being answered. The figures are printed (run with -s).
 
 import asyncio
 import contextlib
+import logging
 import os
 import ssl
 import time
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import aiohttp
+import pytest
 
 from certs.cli import main_certs
 from certs.reload import ReloadingTLS
@@ -194,3 +196,42 @@ async def _answered_once(reader: asyncio.StreamReader, writer: asyncio.StreamWri
         if line.lower().startswith(b"content-length")
     )
     await reader.readexactly(length)
+
+
+async def test_malformed_http_and_vanishing_clients_are_counted_not_logged_as_errors(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    async with serving(tmp_path, max_connections=10) as served:
+        for garbage in (b"\x16\x03 not http\r\n\r\n", b"POST / HTTP/1.1\r\nBad Header\r\n\r\n"):
+            reader, writer = await asyncio.open_connection(
+                "127.0.0.1", served.port, ssl=served.client_tls, server_hostname="127.0.0.1"
+            )
+            writer.write(garbage)
+            await asyncio.wait_for(_closed_by_server(reader), CLOSE_WITHIN)
+            writer.close()
+        # A client that leaves halfway through its body.
+        reader, writer = await asyncio.open_connection(
+            "127.0.0.1", served.port, ssl=served.client_tls, server_hostname="127.0.0.1"
+        )
+        writer.write(f"POST {PATH} HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{{".encode())
+        await writer.drain()
+        writer.transport.abort()
+        async with asyncio.timeout(CLOSE_WITHIN):
+            # The server's counters are plain values with nothing to wait on: poll them.
+            while len(dropped_reasons(served)) < 2:  # noqa: ASYNC110
+                await asyncio.sleep(0.05)
+    # The first garbage is refused by aiohttp with a debug line of its own (a bad method).
+    assert dropped_reasons(served) == {"BadHttpMessage": 1, "client_gone": 1}
+    errors = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert errors == [], [r.getMessage() for r in errors]
+    assert not [r for r in caplog.records if r.exc_info]
+
+
+def dropped_reasons(served: Served) -> dict[str, float]:
+    return {
+        sample.labels["reason"]: sample.value
+        for metric in served.metrics.registry.collect()
+        for sample in metric.samples
+        if sample.name == "trussium_webhook_connections_dropped_total"
+    }
