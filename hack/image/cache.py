@@ -3,6 +3,7 @@
 import fcntl
 import hashlib
 import os
+import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -10,6 +11,8 @@ from pathlib import Path
 # Files a build never reads, however they got into a source directory.
 IGNORED_PARTS = ("__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache")
 IGNORED_SUFFIXES = (".pyc", ".pyo")
+# An image archive nobody asked for in this long is deleted by the next build of that image.
+UNUSED_DAYS = 7
 
 
 def cache_dir() -> Path:
@@ -66,3 +69,21 @@ def locked(name: str) -> Iterator[None]:
     with (directory / f".{name}.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         yield
+
+
+def used(path: Path) -> Path:
+    """Mark a cached archive as just used (its mtime), so pruning keeps it."""
+    path.touch()
+    return path
+
+
+def prune(image: str, keep: Path) -> None:
+    """Delete the archives of `image` that no build has returned for UNUSED_DAYS.
+
+    Several work trees share the cache, each with its own sources and so its
+    own archive; age, not "older than mine", decides.
+    """
+    cutoff = time.time() - UNUSED_DAYS * 86400
+    for archive in cache_dir().glob(f"{image}-*.tar"):
+        if archive != keep and archive.stat().st_mtime < cutoff:
+            archive.unlink(missing_ok=True)

@@ -14,7 +14,7 @@ from pathlib import Path
 import yaml
 
 from hack.image import debian
-from hack.image.cache import Key, cache_dir, locked, source_files
+from hack.image.cache import Key, cache_dir, locked, prune, source_files, used
 from hack.image.dockerfile import (
     BASE_ENV,
     DOCKERFILE,
@@ -25,6 +25,8 @@ from hack.image.dockerfile import (
 from hack.image.oci import SOURCE_DATE_EPOCH, ImageConfig, Layer, assemble, pack, write_layer
 
 HERE = Path(__file__).resolve().parent
+# The build code that shapes an image's content (not the cache or the CLI): part of every key.
+CONTENT_CODE = ("images.py", "oci.py", "debian.py", "dockerfile.py")
 REPO = HERE.parents[1]
 ARCHITECTURES = {"x86_64": "amd64", "aarch64": "arm64"}
 STEP_TIMEOUT_SECONDS = 1800
@@ -258,7 +260,7 @@ RECIPES = {
 def tarball_path(image: str, names: Sequence[str] = ()) -> Path:
     """Where `image` with these names (default: its default names) is cached."""
     recipe = RECIPES[image]
-    key = Key().files(HERE, source_files(HERE, [p.name for p in HERE.glob("*.py")]))
+    key = Key().files(HERE, source_files(HERE, CONTENT_CODE))
     key.text("image", image).text("config", repr(recipe.config()))
     key.text("names", "\n".join(names or recipe.default_names()))
     recipe.inputs(key)
@@ -271,13 +273,14 @@ def build(image: str, names: Sequence[str] = ()) -> Path:
     names = tuple(names or recipe.default_names())
     out = tarball_path(image, names)
     if out.exists():
-        return out
+        return used(out)
     with locked(image):
         if out.exists():
-            return out
+            return used(out)
         with tempfile.TemporaryDirectory(dir=out.parent, prefix=f".{image}-") as scratch:
             work = Path(scratch)
             layers = recipe.layers(work)
             assemble(work / "layout", layers, recipe.config(), _architecture())
             pack(work / "layout", names, out)
+        prune(image, keep=out)
     return out

@@ -12,12 +12,12 @@ import pytest
 
 from common import constants as c
 from devcluster.layout import free_port
+from devcluster.polling import wait_for
 from hack.image.dockerfile import DOCKERFILE, python_version
 from hack.image.images import build
 from tests.image.chart import chart_containers
 from tests.image.containers import Bundle
 from tests.image.standin import draining, get, live, local, rendered_environment
-from tests.integration.controller_harness import wait_for
 
 pytestmark = pytest.mark.image
 

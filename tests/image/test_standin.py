@@ -19,10 +19,10 @@ import pytest
 
 from common import constants as c
 from devcluster.layout import free_port
+from devcluster.polling import wait_for
 from hack.image.images import STANDIN_BINARY, build
 from hack.image.oci import extract
 from tests.image.standin import API_KEY, draining, get, live, local, rendered_environment
-from tests.integration.controller_harness import wait_for
 
 RUNTIME_UID = c.RUNTIME_UID
 EXIT_TIMEOUT_SECONDS = 15
