@@ -222,7 +222,9 @@ def previous_layout(objects: list[dict[str, Any]], name: str, namespace: str) ->
 
 @pytest.fixture
 def apps_namespace(plane: ControlPlane, namespace: str) -> Iterator[str]:
-    apps = f"{namespace[:50]}-apps"
+    # The test's namespace ends in a random part (at most 55 characters in all): keep
+    # it whole, or two parametrized runs collide while the first one's is terminating.
+    apps = f"{namespace}-apps"
     plane.create_namespace(apps)
     yield apps
     plane.delete_namespace(apps)
