@@ -2,9 +2,11 @@
 
 Watches start at the list's resourceVersion with bookmarks on, so a quiet
 kind still advances its resume point. A stream that ends is resumed from
-the last version seen; `410 Gone` or a broken stream means a relist, and
-the relist reports as changes whatever moved or vanished in between, so no
-change is lost.
+the last version seen. Any failure (a broken stream, `410 Gone`, an
+unreadable or malformed event, an error of our own) relists after a
+backoff, and the relist reports as changes whatever moved or vanished in
+between, so no change is lost. Between the failure and the next complete
+list the informer is not `fresh`, which turns readiness red.
 """
 
 import asyncio
@@ -13,18 +15,22 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-import aiohttp
-
+from controller.backoff import Backoff
 from controller.cache import Change, Store
-from controller.kube import JSON, ApiError, Kube, Resource
+from controller.kube import JSON, ApiError, Kube, KubeError, Resource, describe
 
 log = logging.getLogger("controller.informer")
 PAGE_SIZE = 500
-RETRY_SECONDS = (0.5, 8.0)
+# client-go's rule: a watch closed within a second with no event is a failure, not a resume.
+SHORT_WATCH_SECONDS = 1.0
 
 
 class GoneError(Exception):
     """The watch's resourceVersion is too old: relist."""
+
+
+class ShortWatchError(Exception):
+    """The server closed a watch at once without an event."""
 
 
 class Informer:
@@ -38,42 +44,64 @@ class Informer:
         label_selector: str | None = None,
         accept: tuple[str, str] = (JSON, JSON),
         store: Store | None = None,
+        backoff: Backoff | None = None,
     ) -> None:
         self.kube = kube
         self.resource = resource
         self.store = store or Store()
+        # Set by the first complete list, and kept: the cache exists from then on.
         self.synced = asyncio.Event()
+        # Listed, and watching with no failure since.
+        self.fresh = False
         self.last_error: str | None = None
         self._on_change = on_change
         self._path = resource.path(namespace)
         self._selector = {"labelSelector": label_selector} if label_selector else {}
         self._list_accept, self._watch_accept = accept
+        self._backoff = backoff or Backoff()
 
     async def run(self) -> None:
-        delay = RETRY_SECONDS[0]
+        """List and watch until cancelled; no failure ends it."""
         while True:
             try:
-                version = await self._list()
-                delay = RETRY_SECONDS[0]
-                await self._watch(version)
-            except GoneError:
-                log.info("watch expired, relisting", extra={"fields": self._fields()})
-            except (ApiError, aiohttp.ClientError, TimeoutError, ValueError) as error:
-                log.warning(
-                    "list or watch failed, relisting",
-                    extra={"fields": self._fields() | {"error": str(error)}},
-                )
+                await self._list_and_watch()
+            except Exception as error:
+                self.fresh = False
+                delay = self._backoff.failed()
+                self._log_failure(error, delay)
                 await asyncio.sleep(delay)
-                delay = min(delay * 2, RETRY_SECONDS[1])
 
-    def _fields(self) -> dict[str, str]:
+    def _log_failure(self, error: Exception, delay: float) -> None:
+        fields = self._fields() | {"retryInSeconds": round(delay, 2)}
+        if isinstance(error, GoneError | ShortWatchError) or (
+            isinstance(error, ApiError) and error.status == 410
+        ):
+            log.info("watch expired, relisting", extra={"fields": fields})
+        elif isinstance(error, KubeError):
+            fields["error"] = describe(error)
+            log.warning("list or watch failed, relisting", extra={"fields": fields})
+        else:
+            log.error("informer failed, restarting it", exc_info=error, extra={"fields": fields})
+
+    def _fields(self) -> dict[str, Any]:
         return {"kind": self.resource.kind}
+
+    async def _list_and_watch(self) -> None:
+        version = await self._list()
+        self.fresh = True
+        self._backoff.healthy()
+        loop = asyncio.get_running_loop()
+        while True:
+            started = loop.time()
+            version, events = await self._watch(version)
+            if not events and loop.time() - started < SHORT_WATCH_SECONDS:
+                raise ShortWatchError
 
     async def _list(self) -> str:
         """List everything; a failed list (not a broken watch) marks the cache unreliable."""
         try:
             items, version = await self._list_pages()
-        except (ApiError, aiohttp.ClientError, TimeoutError, ValueError) as error:
+        except KubeError as error:
             self.last_error = str(error)
             raise
         for change in self.store.replace(items):
@@ -94,15 +122,19 @@ class Informer:
             query = query | {"continue": token}
         return items, str(page["metadata"]["resourceVersion"])
 
-    async def _watch(self, version: str) -> None:
-        while True:
-            query = self._selector | {
-                "resourceVersion": version,
-                "allowWatchBookmarks": "true",
-                "timeoutSeconds": random.randint(300, 600),
-            }
-            async for event in self.kube.watch(self._path, query, accept=self._watch_accept):
-                version = self._handle(event, version)
+    async def _watch(self, version: str) -> tuple[str, int]:
+        """One watch request until the server ends it: the version to resume from, and
+        how many events came."""
+        query = self._selector | {
+            "resourceVersion": version,
+            "allowWatchBookmarks": "true",
+            "timeoutSeconds": random.randint(300, 600),
+        }
+        events = 0
+        async for event in self.kube.watch(self._path, query, accept=self._watch_accept):
+            version = self._handle(event, version)
+            events += 1
+        return version, events
 
     def _handle(self, event: dict[str, Any], version: str) -> str:
         kind, obj = event.get("type"), event.get("object") or {}

@@ -7,12 +7,15 @@ lists) and must never deserialize a Secret.
 """
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
+from aiohttp.http_exceptions import HttpProcessingError
 from kubernetes_asyncio import client, config
+from kubernetes_asyncio.client.exceptions import ApiException
 
 from common import constants as c
 
@@ -58,7 +61,11 @@ OWNED = {
 }
 
 
-class ApiError(Exception):
+class KubeError(Exception):
+    """Anything a request can fail with that is the API server's or the network's doing."""
+
+
+class ApiError(KubeError):
     """A non-2xx answer: status code, Kubernetes reason and message (never a body dump)."""
 
     def __init__(self, status: int, reason: str, message: str) -> None:
@@ -80,12 +87,53 @@ class ApiError(Exception):
         return self.status == 422
 
 
+class TransportError(KubeError):
+    """No usable answer: the connection failed or broke, timed out, the credentials
+    could not be refreshed, or what came back was not readable JSON. Its message is
+    the underlying error's type only (a payload error can quote the payload)."""
+
+
+# What aiohttp, the token refresh and the JSON decoder raise when the API server
+# or the path to it misbehaves: ClientError covers ServerDisconnectedError and
+# ClientPayloadError, HttpProcessingError covers LineTooLong, ValueError covers
+# undecodable JSON and text.
+_TRANSPORT = (
+    aiohttp.ClientError,
+    HttpProcessingError,
+    OSError,
+    TimeoutError,
+    ApiException,
+    config.ConfigException,
+    ValueError,
+)
+
+
+@contextmanager
+def _transport_errors() -> Iterator[None]:
+    try:
+        yield
+    except _TRANSPORT as error:
+        raise TransportError(type(error).__name__) from error
+
+
+def describe(error: BaseException) -> str:
+    """What a log line may say about an error: its type, and for an API error the
+    status and reason, never the message (it can quote object contents)."""
+    if isinstance(error, ApiError):
+        return f"{error.status} {error.reason}"
+    if isinstance(error, TransportError):
+        return f"{type(error).__name__}: {error}"
+    return type(error).__name__
+
+
 async def _error(response: aiohttp.ClientResponse) -> ApiError:
     try:
         body = json.loads(await response.read())
-        return ApiError(response.status, str(body.get("reason", "")), str(body.get("message", "")))
     except ValueError:
+        body = None
+    if not isinstance(body, dict):
         return ApiError(response.status, response.reason or "", "")
+    return ApiError(response.status, str(body.get("reason", "")), str(body.get("message", "")))
 
 
 class Kube:
@@ -128,34 +176,43 @@ class Kube:
         accept: str = JSON,
     ) -> dict[str, Any]:
         """One request; raises ApiError on any non-2xx answer."""
-        response = await self._send(
-            method, path, query=query, body=body, content_type=content_type, accept=accept
-        )
-        async with response:
-            if not 200 <= response.status < 300:
-                raise await _error(response)
-            result: dict[str, Any] = json.loads(await response.read())
-            return result
+        with _transport_errors():
+            response = await self._send(
+                method, path, query=query, body=body, content_type=content_type, accept=accept
+            )
+            async with response:
+                if not 200 <= response.status < 300:
+                    raise await _error(response)
+                result = json.loads(await response.read())
+                if not isinstance(result, dict):
+                    raise TransportError("answer is not a JSON object")
+                return result
 
     async def watch(
         self, path: str, query: dict[str, Any], accept: str = JSON
     ) -> AsyncIterator[dict[str, Any]]:
-        """Yield watch events until the server closes the stream."""
+        """Yield watch events until the server closes the stream.
+
+        A line longer than the client's read buffer allows (4 MiB) fails the
+        watch with TransportError rather than growing without bound."""
         seconds = int(query.get("timeoutSeconds", 300))
-        response = await self._send(
-            "GET",
-            path,
-            query=query | {"watch": "true"},
-            accept=accept,
-            read_timeout=aiohttp.ClientTimeout(sock_connect=30, sock_read=seconds + 30),
-        )
-        async with response:
-            if response.status != 200:
-                raise await _error(response)
-            async for line in response.content:
-                if line.strip():
-                    event: dict[str, Any] = json.loads(line)
-                    yield event
+        with _transport_errors():
+            response = await self._send(
+                "GET",
+                path,
+                query=query | {"watch": "true"},
+                accept=accept,
+                read_timeout=aiohttp.ClientTimeout(sock_connect=30, sock_read=seconds + 30),
+            )
+            async with response:
+                if response.status != 200:
+                    raise await _error(response)
+                async for line in response.content:
+                    if line.strip():
+                        event = json.loads(line)
+                        if not isinstance(event, dict):
+                            raise TransportError("watch event is not an object")
+                        yield event
 
 
 async def connect(kubeconfig: str | None, user_agent: str) -> Kube:

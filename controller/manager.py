@@ -26,9 +26,10 @@ from controller.kube import (
     OWNED,
     RUNTIMES,
     SECRETS,
-    ApiError,
     Kube,
+    KubeError,
     Resource,
+    describe,
 )
 from controller.leader import LeaderElector, Timing
 from controller.mapping import owner_of, runtime_change, runtimes_referencing_secret
@@ -37,7 +38,12 @@ from controller.recorder import Recorder
 from controller.workqueue import WorkQueue
 
 log = logging.getLogger("controller.manager")
-SHUTDOWN_GRACE_SECONDS = 30.0
+# The shutdown budget (docs/operations.md): in-flight reconciles get DRAIN_SECONDS
+# to finish while the Lease is still renewed, stragglers CANCEL_SECONDS to unwind
+# once cancelled, the Lease release leader.RELEASE_SECONDS. 40 s in all, under the chart's
+# terminationGracePeriodSeconds, so the process is never killed holding the Lease.
+DRAIN_SECONDS = 30.0
+CANCEL_SECONDS = 5.0
 
 
 @dataclass(frozen=True)
@@ -115,8 +121,9 @@ class Manager:
     def _referencing_runtimes(self, change: Change) -> list[str]:
         return runtimes_referencing_secret(change, self.runtimes.store.values())
 
-    def synced(self) -> bool:
-        return all(i.synced.is_set() for i in self.informers)
+    def ready(self) -> bool:
+        """Every informer listed and watching: a broken one turns /readyz red until it relisted."""
+        return all(i.fresh for i in self.informers)
 
     def _ready_statuses(self) -> Iterator[str]:
         for runtime in self.runtimes.store.values():
@@ -128,7 +135,7 @@ class Manager:
         """Run until `stop` is set (exit 0) or the leader lease is lost (exit 1)."""
         collector = metrics.register_runtime_gauge(self._ready_statuses)
         runners = [
-            await serve(probes_app(self.synced), self.options.health_address),
+            await serve(probes_app(self.ready), self.options.health_address),
             await serve(metrics_app(), self.options.metrics_address),
         ]
         informer_tasks = [asyncio.create_task(i.run()) for i in self.informers]
@@ -157,18 +164,32 @@ class Manager:
         await asyncio.wait([holding, stopping], return_when=asyncio.FIRST_COMPLETED)
         stopping.cancel()
         if holding.done():
-            # Lease lost (or the renew loop broke): another leader may already be active.
-            log.error("stopping: leadership lost", exc_info=holding.exception())
-            for worker in workers:
-                worker.cancel()
-            await asyncio.gather(*workers, return_exceptions=True)
-            return 1
-        holding.cancel()
+            return await _leadership_lost(holding, workers)
+        # Stopping: no new key; in-flight reconciles finish while the renew loop keeps
+        # the Lease, so it cannot pass to another process while one of them still writes.
         log.info("shutting down: finishing in-flight reconciles")
         self.queue.shut_down()
-        _, late = await asyncio.wait(workers, timeout=SHUTDOWN_GRACE_SECONDS)
-        for worker in late:
-            worker.cancel()
+        drained = asyncio.create_task(asyncio.wait(workers))
+        await asyncio.wait(
+            [drained, holding], timeout=DRAIN_SECONDS, return_when=asyncio.FIRST_COMPLETED
+        )
+        drained.cancel()
+        if holding.done():
+            return await _leadership_lost(holding, workers)
+        late = [w for w in workers if not w.done()]
+        if late:
+            log.warning(
+                "cancelling reconciles still running", extra={"fields": {"count": len(late)}}
+            )
+            for worker in late:
+                worker.cancel()
+            _, stuck = await asyncio.wait(late, timeout=CANCEL_SECONDS)
+            if stuck:
+                # Releasing now could let a standby write beside them: let the Lease expire.
+                holding.cancel()
+                return 0
+        holding.cancel()
+        await asyncio.gather(holding, return_exceptions=True)
         if self.elector:
             await self.elector.release()
         return 0
@@ -177,10 +198,14 @@ class Manager:
         await asyncio.gather(*(i.synced.wait() for i in self.informers))
 
     async def _work(self) -> None:
+        """Reconcile keys until the queue shuts down."""
         while (key := await self.queue.get()) is not None:
             if self.elector and not self.elector.valid():
+                # Not safe to write now; the renew loop either renews in time or reports
+                # the loss (and the workers are cancelled). Keep the key for later.
                 self.queue.done(key)
-                return  # the renew loop is about to report the lost lease
+                self.queue.add_after(key, self.options.timing.retry_period)
+                continue
             started = time.monotonic()
             result = "success"
             try:
@@ -194,8 +219,10 @@ class Manager:
                 namespace, name = key.split("/", 1)
                 log.warning(
                     "reconcile error, retrying with backoff",
-                    exc_info=not _expected(error),
-                    extra={"fields": {"namespace": namespace, "name": name, "error": str(error)}},
+                    exc_info=error if not _expected(error) else None,
+                    extra={
+                        "fields": {"namespace": namespace, "name": name, "error": describe(error)}
+                    },
                 )
                 self.queue.add_rate_limited(key)
             else:
@@ -210,7 +237,16 @@ class Manager:
 
 def _expected(error: Exception) -> bool:
     """Failures the API explains; anything else gets a traceback in the log."""
-    return isinstance(error, ApiError | ReconcileError | OSError | TimeoutError)
+    return isinstance(error, KubeError | ReconcileError | OSError | TimeoutError)
+
+
+async def _leadership_lost(holding: asyncio.Task[None], workers: list[asyncio.Task[None]]) -> int:
+    """The renew deadline passed: another leader may already be active, so stop writing now."""
+    log.error("stopping: leadership lost", exc_info=holding.exception())
+    for worker in workers:
+        worker.cancel()
+    await asyncio.gather(*workers, return_exceptions=True)
+    return 1
 
 
 async def _until(stop: asyncio.Event, work: Coroutine[Any, Any, None]) -> bool:
