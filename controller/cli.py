@@ -27,12 +27,14 @@ log = logging.getLogger("controller")
 IN_CLUSTER_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 
 
-def user_agent() -> str:
-    """Distinct, so audit logs and apiserver_request_total can single out the controller."""
+def user_agent(identity: str) -> str:
+    """Distinct, so audit logs and apiserver_request_total can single out the controller;
+    the identity (the pod's name) tells the audit log which replica wrote."""
     try:
-        return f"{c.FIELD_MANAGER}/{version('trussium-operator')}"
+        release = version("trussium-operator")
     except PackageNotFoundError:
-        return f"{c.FIELD_MANAGER}/unknown"
+        release = "unknown"
+    return f"{c.FIELD_MANAGER}/{release} ({identity})"
 
 
 def _env(flag: str) -> str:
@@ -124,7 +126,7 @@ def options_from(args: argparse.Namespace) -> Options:
 
 async def run(args: argparse.Namespace) -> int:
     options = options_from(args)
-    kube = await connect(args.kubeconfig, user_agent())
+    kube = await connect(args.kubeconfig, user_agent(options.identity))
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):

@@ -1,12 +1,13 @@
 """List-then-watch of one kind into a Store, telling a handler about every change.
 
 Watches start at the list's resourceVersion with bookmarks on, so a quiet
-kind still advances its resume point. A stream that ends is resumed from
-the last version seen. Any failure (a broken stream, `410 Gone`, an
-unreadable or malformed event, an error of our own) relists after a
-backoff, and the relist reports as changes whatever moved or vanished in
-between, so no change is lost. Between the failure and the next complete
-list the informer is not `fresh`, which turns readiness red.
+kind still advances its resume point. A stream that ends, or breaks
+because the connection did, is resumed from the last version seen (a
+broken one after a backoff). Any other failure (`410 Gone`, an unreadable
+or malformed event, an error of our own) relists after a backoff, and the
+relist reports as changes whatever moved or vanished in between, so no
+change is lost. From a failure until a watch is open again the informer
+is not `fresh`, which turns readiness red.
 """
 
 import asyncio
@@ -17,7 +18,7 @@ from typing import Any
 
 from controller.backoff import Backoff
 from controller.cache import Change, Store
-from controller.kube import JSON, ApiError, Kube, KubeError, Resource, describe
+from controller.kube import JSON, ApiError, Kube, KubeError, Resource, TransportError, describe
 
 log = logging.getLogger("controller.informer")
 PAGE_SIZE = 500
@@ -66,34 +67,43 @@ class Informer:
             try:
                 await self._list_and_watch()
             except Exception as error:
-                self.fresh = False
-                delay = self._backoff.failed()
-                self._log_failure(error, delay)
-                await asyncio.sleep(delay)
+                await self._back_off(error, "relisting")
 
-    def _log_failure(self, error: Exception, delay: float) -> None:
-        fields = self._fields() | {"retryInSeconds": round(delay, 2)}
+    async def _back_off(self, error: Exception, then: str) -> None:
+        self.fresh = False
+        delay = self._backoff.failed()
+        fields = self._fields() | {"retryInSeconds": round(delay, 2), "then": then}
         if isinstance(error, GoneError | ShortWatchError) or (
             isinstance(error, ApiError) and error.status == 410
         ):
-            log.info("watch expired, relisting", extra={"fields": fields})
+            log.info("watch expired", extra={"fields": fields})
         elif isinstance(error, KubeError):
             fields["error"] = describe(error)
-            log.warning("list or watch failed, relisting", extra={"fields": fields})
+            log.warning("list or watch failed", extra={"fields": fields})
         else:
             log.error("informer failed, restarting it", exc_info=error, extra={"fields": fields})
+        await asyncio.sleep(delay)
+
+    def _opened(self) -> None:
+        """A list completed or a watch was accepted: up to date from here on."""
+        self.fresh = True
+        self._backoff.healthy()
 
     def _fields(self) -> dict[str, Any]:
         return {"kind": self.resource.kind}
 
     async def _list_and_watch(self) -> None:
         version = await self._list()
-        self.fresh = True
-        self._backoff.healthy()
+        self._opened()
         loop = asyncio.get_running_loop()
         while True:
             started = loop.time()
-            version, events = await self._watch(version)
+            try:
+                version, events = await self._watch(version)
+            except TransportError as error:
+                # Nothing was lost with the connection: resume where the stream broke.
+                await self._back_off(error, "resuming")
+                continue
             if not events and loop.time() - started < SHORT_WATCH_SECONDS:
                 raise ShortWatchError
 
@@ -131,7 +141,8 @@ class Informer:
             "timeoutSeconds": random.randint(300, 600),
         }
         events = 0
-        async for event in self.kube.watch(self._path, query, accept=self._watch_accept):
+        stream = self.kube.watch(self._path, query, accept=self._watch_accept, opened=self._opened)
+        async for event in stream:
             version = self._handle(event, version)
             events += 1
         return version, events

@@ -7,7 +7,7 @@ lists) and must never deserialize a Secret.
 """
 
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -88,32 +88,31 @@ class ApiError(KubeError):
 
 
 class TransportError(KubeError):
-    """No usable answer: the connection failed or broke, timed out, the credentials
-    could not be refreshed, or what came back was not readable JSON. Its message is
-    the underlying error's type only (a payload error can quote the payload)."""
+    """No answer: the connection failed, broke or timed out, or the credentials could
+    not be refreshed. A watch can resume from the last version it saw. The message
+    is the underlying error's type only (a payload error can quote the payload)."""
 
 
-# What aiohttp, the token refresh and the JSON decoder raise when the API server
-# or the path to it misbehaves: ClientError covers ServerDisconnectedError and
-# ClientPayloadError, HttpProcessingError covers LineTooLong, ValueError covers
-# undecodable JSON and text.
-_TRANSPORT = (
-    aiohttp.ClientError,
-    HttpProcessingError,
-    OSError,
-    TimeoutError,
-    ApiException,
-    config.ConfigException,
-    ValueError,
-)
+class UnreadableError(KubeError):
+    """An answer came but cannot be used: not JSON, not an object, or a watch line
+    over the client's limit. Resuming would meet it again; a list starts afresh."""
+
+
+# What aiohttp and the token refresh raise when the API server or the path to it
+# misbehaves: ClientError covers ServerDisconnectedError and ClientPayloadError.
+_NO_ANSWER = (aiohttp.ClientError, OSError, TimeoutError, ApiException, config.ConfigException)
+# HttpProcessingError covers LineTooLong; ValueError undecodable JSON and text.
+_UNREADABLE = (HttpProcessingError, ValueError)
 
 
 @contextmanager
 def _transport_errors() -> Iterator[None]:
     try:
         yield
-    except _TRANSPORT as error:
+    except _NO_ANSWER as error:
         raise TransportError(type(error).__name__) from error
+    except _UNREADABLE as error:
+        raise UnreadableError(type(error).__name__) from error
 
 
 def describe(error: BaseException) -> str:
@@ -121,7 +120,7 @@ def describe(error: BaseException) -> str:
     status and reason, never the message (it can quote object contents)."""
     if isinstance(error, ApiError):
         return f"{error.status} {error.reason}"
-    if isinstance(error, TransportError):
+    if isinstance(error, TransportError | UnreadableError):
         return f"{type(error).__name__}: {error}"
     return type(error).__name__
 
@@ -185,16 +184,21 @@ class Kube:
                     raise await _error(response)
                 result = json.loads(await response.read())
                 if not isinstance(result, dict):
-                    raise TransportError("answer is not a JSON object")
+                    raise UnreadableError("answer is not a JSON object")
                 return result
 
     async def watch(
-        self, path: str, query: dict[str, Any], accept: str = JSON
+        self,
+        path: str,
+        query: dict[str, Any],
+        accept: str = JSON,
+        opened: Callable[[], None] = lambda: None,
     ) -> AsyncIterator[dict[str, Any]]:
-        """Yield watch events until the server closes the stream.
+        """Yield watch events until the server closes the stream; `opened` is called
+        once the server has accepted the watch.
 
         A line longer than the client's read buffer allows (4 MiB) fails the
-        watch with TransportError rather than growing without bound."""
+        watch with UnreadableError rather than growing without bound."""
         seconds = int(query.get("timeoutSeconds", 300))
         with _transport_errors():
             response = await self._send(
@@ -207,11 +211,12 @@ class Kube:
             async with response:
                 if response.status != 200:
                     raise await _error(response)
+                opened()
                 async for line in response.content:
                     if line.strip():
                         event = json.loads(line)
                         if not isinstance(event, dict):
-                            raise TransportError("watch event is not an object")
+                            raise UnreadableError("watch event is not an object")
                         yield event
 
 

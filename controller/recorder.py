@@ -1,8 +1,11 @@
 """Posting events.k8s.io/v1 Events about a TrussiumRuntime.
 
 What to say is decided in common.events; this only addresses and posts it.
-Posting is best effort, as with client-go's recorder: a lost Event must not
-fail (and so repeat) a reconcile whose status write already succeeded.
+Events are posted before the status write they announce, under names that
+make a repeat a 409, so a post that fails because the API server or etcd
+is unavailable (5xx, 429, no answer) fails the reconcile and is retried.
+Other refusals are logged and the Event dropped, as client-go's recorder
+does: one bad Event must not block the runtime for ever.
 """
 
 import hashlib
@@ -13,7 +16,7 @@ from typing import Any
 
 from common import constants as c
 from common.events import EventDecision
-from controller.kube import EVENTS, ApiError, Kube
+from controller.kube import EVENTS, ApiError, Kube, describe
 
 log = logging.getLogger("controller.events")
 
@@ -85,7 +88,11 @@ class Recorder:
         except ApiError as error:
             if error.conflict:
                 return  # posted before a restart: this transition is already reported
+            if error.status == 429 or error.status >= 500:
+                # The API server or etcd is struggling: fail the reconcile before its
+                # status write, so the retry posts this Event (same name) instead of losing it.
+                raise
             log.warning(
                 "cannot post event",
-                extra={"fields": {"reason": decision.reason, "error": str(error)}},
+                extra={"fields": {"reason": decision.reason, "error": describe(error)}},
             )

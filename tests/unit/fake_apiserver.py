@@ -27,7 +27,7 @@ OVERLONG_LINE_BYTES = 5 * 1024 * 1024
 
 
 class Watch(Enum):
-    HOLD = "hold"  # a bookmark, then nothing until end_watches() or the client goes
+    HOLD = "hold"  # a bookmark; at end_watches() another (newest version), then the end
     CLOSE = "close"  # 200 and an empty stream, at once
     DROP = "drop"  # the connection is cut without an answer
     GONE = "gone"  # an ERROR event with code 410
@@ -57,7 +57,7 @@ class Script:
 @dataclass
 class Record:
     lists: list[tuple[float, str]] = field(default_factory=list)
-    watches: list[tuple[float, str]] = field(default_factory=list)
+    watches: list[tuple[float, str, str]] = field(default_factory=list)  # (time, path, version)
     lease_writes: list[tuple[float, str]] = field(default_factory=list)  # (time, holder)
 
 
@@ -95,6 +95,15 @@ class FakeApiServer:
     def lists_of(self, path: str) -> list[float]:
         return [at for at, p in self.record.lists if p == path]
 
+    def watches_of(self, path: str) -> list[tuple[float, str]]:
+        """(time, resourceVersion) of each watch request on `path`."""
+        return [(at, version) for at, p, version in self.record.watches if p == path]
+
+    def bump(self) -> str:
+        """Advance the resourceVersion (as any write elsewhere would); the new one."""
+        self._version += 1
+        return str(self._version)
+
     def end_watches(self) -> None:
         """Close every held watch normally (as the server's timeout would)."""
         self._end_watches.set()
@@ -107,7 +116,8 @@ class FakeApiServer:
         if request.path.startswith(LEASE_PREFIX):
             return await self._lease(request)
         if request.query.get("watch") == "true":
-            self.record.watches.append((time.monotonic(), request.path))
+            version = request.query.get("resourceVersion", "")
+            self.record.watches.append((time.monotonic(), request.path, version))
             script = self.watch_script(request.path)
             return await self._watch(request, script.popleft() if script else None)
         self.record.lists.append((time.monotonic(), request.path))
@@ -136,7 +146,7 @@ class FakeApiServer:
         elif mode is Watch.MALFORMED:
             line = _event("ADDED", {"metadata": "not a map"})
         else:
-            line = _event("BOOKMARK", {"metadata": {"resourceVersion": str(self._version)}})
+            line = self._bookmark()
         await response.write(line)
         if mode is Watch.HOLD:
             self.held[request.path] = self.held.get(request.path, 0) + 1
@@ -144,6 +154,8 @@ class FakeApiServer:
                 await self._end_watches.wait()
             finally:
                 self.held[request.path] -= 1
+            # A last bookmark, as the API server sends before it ends a watch.
+            await response.write(self._bookmark())
         return response
 
     async def _lease(self, request: web.Request) -> web.StreamResponse:
@@ -175,6 +187,9 @@ class FakeApiServer:
         self.lease = body
         self.record.lease_writes.append((time.monotonic(), body["spec"]["holderIdentity"]))
         return web.json_response(body, status=201 if request.method == "POST" else 200)
+
+    def _bookmark(self) -> bytes:
+        return _event("BOOKMARK", {"metadata": {"resourceVersion": str(self._version)}})
 
 
 def _event(kind: str, obj: dict[str, Any]) -> bytes:

@@ -160,20 +160,24 @@ async def test_a_standby_keeps_trying_to_acquire_through_every_failure(
         Watch.MALFORMED,
     ],
 )
-async def test_a_watch_that_always_fails_relists_with_a_growing_delay(
+async def test_a_watch_that_always_fails_is_retried_with_a_growing_delay(
     server: FakeApiServer, failure: Watch
 ) -> None:
+    """Whether it relists (410, unreadable, short) or resumes (dropped), never in a loop."""
     server.script.default_watch = failure
     kube = server.kube()
     informer = Informer(kube, CONFIGMAPS, lambda _: None, backoff=Backoff(base=0.1))
     task = asyncio.create_task(informer.run())
     path = CONFIGMAPS.path()
     try:
-        await until(lambda: len(server.lists_of(path)) >= 5, "five relists")
-        lists = server.lists_of(path)
-        gaps = [b - a for a, b in itertools.pairwise(lists)]
-        for failures, gap in enumerate(gaps[:4]):
-            assert gap >= 0.05 * 2**failures - 0.01, f"relist {failures + 1} came after {gap:.3f}s"
+        await until(lambda: len(server.watches_of(path)) >= 6, "five retries")
+        starts = [at for at, _ in server.watches_of(path)]
+        if failure is Watch.DROP:
+            starts = starts[::2]  # aiohttp resends once on a cut reused connection
+            assert len(server.lists_of(path)) == 1, "a dropped connection resumes, no relist"
+        gaps = [b - a for a, b in itertools.pairwise(starts)]
+        for failures, gap in enumerate(gaps[:2]):
+            assert gap >= 0.05 * 2**failures - 0.01, f"retry {failures + 1} came after {gap:.3f}s"
         assert not task.done(), "the informer ended"
         assert informer.synced.is_set()
     finally:
@@ -207,10 +211,9 @@ async def test_a_broken_informer_restarts_and_readiness_is_red_until_it_relisted
         assert await asyncio.to_thread(_readyz, port) == 200
         lists = len(server.lists_of(path))
         gate = server.list_gates[path] = asyncio.Event()
-        for failure in (Watch.OVERLONG, Watch.MALFORMED, Watch.DROP):
+        for failure in (Watch.OVERLONG, Watch.MALFORMED, Watch.GONE):
             await until(lambda: server.held.get(path), "a Secret watch open")
-            # aiohttp resends a request once when a reused connection is cut.
-            server.watch_script(path).extend([failure] * (2 if failure is Watch.DROP else 1))
+            server.watch_script(path).append(failure)
             server.end_watches()  # the Secret watch resumes, and meets the failure
             await until(lambda: len(server.lists_of(path)) > lists, f"relist after {failure}")  # noqa: B023
             assert await asyncio.to_thread(_readyz, port) == 503, failure
@@ -224,6 +227,29 @@ async def test_a_broken_informer_restarts_and_readiness_is_red_until_it_relisted
         server.list_gates.clear()
         stop.set()
         await asyncio.wait_for(running, 10)
+        await kube.api.close()
+
+
+async def test_a_dropped_watch_resumes_from_the_last_version_without_a_relist(
+    server: FakeApiServer,
+) -> None:
+    kube = server.kube()
+    informer = Informer(kube, CONFIGMAPS, lambda _: None)
+    task = asyncio.create_task(informer.run())
+    path = CONFIGMAPS.path()
+    try:
+        await until(lambda: server.held.get(path), "a watch open")
+        version = server.bump()  # the next bookmark carries it
+        server.watch_script(path).extend([Watch.DROP, Watch.DROP])  # aiohttp resends once
+        server.end_watches()
+        await until(lambda: len(server.watches_of(path)) >= 3, "a watch after the drop")
+        await until(lambda: server.held.get(path), "the watch resumed")
+        assert informer.fresh
+        assert server.watches_of(path)[-1][1] == version
+        assert len(server.lists_of(path)) == 1
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
         await kube.api.close()
 
 
