@@ -7,6 +7,7 @@ fake Nodes, so Deployments roll out and garbage collection works.
 
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -205,6 +206,50 @@ class ControlPlane:
         """The first component that is no longer running, if any."""
         return next((p for p in self._processes if p.exit_code() is not None), None)
 
+    # --- fault injection ------------------------------------------------------
+    # One component at a time, on a running plane; the data directory stays, so
+    # etcd comes back with every object and a restarted API server with its state.
+
+    def kill_component(self, name: str) -> None:
+        """SIGKILL the component (its whole process group) and reap it."""
+        self._component(name).kill(0.0)
+
+    def stop_component(self, name: str) -> None:
+        """SIGTERM, then SIGKILL if it is still there after the grace period."""
+        process = self._component(name)
+        process.terminate()
+        process.kill(STOP_GRACE_SECONDS)
+
+    def freeze_component(self, name: str) -> None:
+        """SIGSTOP: the process keeps its sockets open but answers nothing."""
+        self._component(name).send(signal.SIGSTOP)
+
+    def resume_component(self, name: str) -> None:
+        self._component(name).send(signal.SIGCONT)
+
+    def component_exited(self, name: str) -> bool:
+        return self._component(name).exit_code() is not None
+
+    def start_component(self, name: str) -> None:
+        """Start a stopped or killed component again (same flags, ports and data) and
+        wait until the API server is ready again."""
+        if not self.component_exited(name):
+            raise RuntimeError(f"{name} is still running")
+        self._component(name).start()
+        self.wait_ready()
+
+    def restart_component(self, name: str, *, kill: bool = False) -> None:
+        """Stop (or SIGKILL) the component, start it again, wait until the plane is ready."""
+        if kill:
+            self.kill_component(name)
+        else:
+            self.stop_component(name)
+        self.start_component(name)
+
+    def wait_ready(self) -> None:
+        """Until kube-apiserver's /readyz answers 200 (etcd reachable, caches synced)."""
+        self._wait_for("kube-apiserver /readyz", lambda: self._api().get("/readyz")[0] == 200)
+
     # --- lifecycle ----------------------------------------------------------
 
     def start(self) -> Self:
@@ -247,6 +292,12 @@ class ControlPlane:
         self.stop()
 
     # --- internals ----------------------------------------------------------
+
+    def _component(self, name: str) -> Process:
+        for process in self._processes:
+            if process.name == name:
+                return process
+        raise ValueError(f"no component {name!r} in this plane ({', '.join(self.pids)})")
 
     def _started_layout(self) -> Layout:
         if self._layout is None:
