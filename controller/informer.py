@@ -60,6 +60,7 @@ class Informer:
         self._selector = {"labelSelector": label_selector} if label_selector else {}
         self._list_accept, self._watch_accept = accept
         self._backoff = backoff or Backoff()
+        self._version = ""  # where the next watch starts: the last version handled
 
     async def run(self) -> None:
         """List and watch until cancelled; no failure ends it."""
@@ -93,13 +94,13 @@ class Informer:
         return {"kind": self.resource.kind}
 
     async def _list_and_watch(self) -> None:
-        version = await self._list()
+        self._version = await self._list()
         self._opened()
         loop = asyncio.get_running_loop()
         while True:
             started = loop.time()
             try:
-                version, events = await self._watch(version)
+                events = await self._watch()
             except TransportError as error:
                 # Nothing was lost with the connection: resume where the stream broke.
                 await self._back_off(error, "resuming")
@@ -132,20 +133,23 @@ class Informer:
             query = query | {"continue": token}
         return items, str(page["metadata"]["resourceVersion"])
 
-    async def _watch(self, version: str) -> tuple[str, int]:
-        """One watch request until the server ends it: the version to resume from, and
-        how many events came."""
+    async def _watch(self) -> int:
+        """One watch request until the server ends it; how many events came.
+
+        The resume point advances with every event handled, so a stream that
+        breaks resumes after the last event applied, never replaying one (a
+        replayed ADDED would put an old object back in the cache)."""
         query = self._selector | {
-            "resourceVersion": version,
+            "resourceVersion": self._version,
             "allowWatchBookmarks": "true",
             "timeoutSeconds": random.randint(300, 600),
         }
         events = 0
         stream = self.kube.watch(self._path, query, accept=self._watch_accept, opened=self._opened)
         async for event in stream:
-            version = self._handle(event, version)
+            self._version = self._handle(event, self._version)
             events += 1
-        return version, events
+        return events
 
     def _handle(self, event: dict[str, Any], version: str) -> str:
         kind, obj = event.get("type"), event.get("object") or {}

@@ -30,6 +30,7 @@ class Watch(Enum):
     HOLD = "hold"  # a bookmark; at end_watches() another (newest version), then the end
     CLOSE = "close"  # 200 and an empty stream, at once
     DROP = "drop"  # the connection is cut without an answer
+    BREAK = "break"  # a bookmark of a newer version, then the connection is cut
     GONE = "gone"  # an ERROR event with code 410
     GONE_STATUS = "gone-status"  # the watch request itself answered 410
     OVERLONG = "overlong"  # one line longer than the client accepts
@@ -139,6 +140,10 @@ class FakeApiServer:
         line: bytes
         if mode is Watch.CLOSE:
             return response
+        if mode is Watch.BREAK:
+            self.bump()
+            await response.write(self._bookmark())
+            return _drop(request)
         if mode is Watch.GONE:
             line = _event("ERROR", {"code": 410, "reason": "Expired"})
         elif mode is Watch.OVERLONG:

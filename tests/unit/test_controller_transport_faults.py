@@ -253,6 +253,27 @@ async def test_a_dropped_watch_resumes_from_the_last_version_without_a_relist(
         await kube.api.close()
 
 
+async def test_a_watch_broken_mid_stream_resumes_after_the_last_event_it_handled(
+    server: FakeApiServer,
+) -> None:
+    kube = server.kube()
+    informer = Informer(kube, CONFIGMAPS, lambda _: None)
+    task = asyncio.create_task(informer.run())
+    path = CONFIGMAPS.path()
+    try:
+        await until(lambda: server.held.get(path), "a watch open")
+        server.watch_script(path).append(Watch.BREAK)
+        server.end_watches()
+        await until(lambda: len(server.watches_of(path)) >= 3, "a watch after the break")
+        broken, resumed = server.watches_of(path)[-2:]
+        assert int(resumed[1]) == int(broken[1]) + 1, "resumed after the event seen, no replay"
+        assert len(server.lists_of(path)) == 1
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        await kube.api.close()
+
+
 # --- workers and shutdown -----------------------------------------------------
 
 
