@@ -5,12 +5,14 @@ profile `cluster` adds kube-controller-manager, kube-scheduler and kwok with
 fake Nodes, so Deployments roll out and garbage collection works.
 """
 
+import json
 import os
 import shutil
 import signal
 import subprocess
 import tempfile
 import time
+import urllib.request
 from collections.abc import Callable, Sequence
 from enum import StrEnum
 from pathlib import Path
@@ -83,6 +85,15 @@ def node_ready(node: dict[str, Any]) -> bool:
     return ready and not any(t.get("effect") in ("NoSchedule", "NoExecute") for t in taints)
 
 
+def _post_json(url: str, body: dict[str, Any]) -> dict[str, Any]:
+    request = urllib.request.Request(
+        url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        result: dict[str, Any] = json.loads(answer.read())
+        return result
+
+
 class ControlPlane:
     """Start with `start()` or `with ControlPlane(...) as plane:`; `stop()` is idempotent."""
 
@@ -94,6 +105,7 @@ class ControlPlane:
         nodes: int = 3,
         timeout: float = 180.0,
         keep_dir: bool = False,
+        apiserver_args: Sequence[str] = (),
     ) -> None:
         try:
             self.profile = Profile(profile)
@@ -106,6 +118,7 @@ class ControlPlane:
         self._nodes = nodes
         self._timeout = timeout
         self._keep_dir = keep_dir
+        self._apiserver_args = list(apiserver_args)  # extra kube-apiserver flags
         self._layout: Layout | None = None
         self._ports: Ports | None = None
         self._rest: Rest | None = None
@@ -246,6 +259,18 @@ class ControlPlane:
             self.stop_component(name)
         self.start_component(name)
 
+    def compact_etcd(self) -> int:
+        """Compact etcd's history up to its current revision (which is returned): a
+        watch from an older resourceVersion that etcd serves gets 410 Gone."""
+        if self._ports is None:
+            raise RuntimeError("control plane not started")
+        base = f"http://{HOST}:{self._ports.etcd_client}/v3/kv"
+        # Any key will do: every answer's header carries the store's revision.
+        header = _post_json(f"{base}/range", {"key": "AA=="})["header"]
+        revision = int(header["revision"])
+        _post_json(f"{base}/compaction", {"revision": revision, "physical": True})
+        return revision
+
     def wait_ready(self) -> None:
         """Until kube-apiserver's /readyz answers 200 (etcd reachable, caches synced)."""
         self._wait_for("kube-apiserver /readyz", lambda: self._api().get("/readyz")[0] == 200)
@@ -327,7 +352,9 @@ class ControlPlane:
         self._rest = Rest(self.server, str(pki.ca.cert), pki.clients["admin"])
 
         self._spawn("etcd", flags.etcd(bin_dir, layout, ports))
-        self._spawn("kube-apiserver", flags.apiserver(bin_dir, layout, ports, pki))
+        self._spawn(
+            "kube-apiserver", flags.apiserver(bin_dir, layout, ports, pki) + self._apiserver_args
+        )
         self._wait_for("kube-apiserver /readyz", lambda: self._api().get("/readyz")[0] == 200)
         if self.profile is Profile.API:
             return
