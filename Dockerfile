@@ -4,22 +4,28 @@
 # installed wheels only: no compiler, no source tree, no pip, and nothing it
 # needs to write, so it runs under a read-only root filesystem as UID 65532.
 ARG PYTHON_IMAGE=python:3.11-slim
+# Equal to the VERSION file (a unit test holds them together); release builds
+# pass --build-arg VERSION="$(cat VERSION)".
+ARG VERSION=0.1.0
 
 FROM ${PYTHON_IMAGE} AS builder
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /src
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md VERSION LICENSE MANIFEST.in ./
 COPY common ./common
 COPY webhook ./webhook
 COPY controller ./controller
 COPY certs ./certs
+COPY cmdline ./cmdline
 # The project's wheel plus a wheel for every dependency, so the final stage
 # installs offline from /wheels and never needs a build tool.
 RUN pip wheel --wheel-dir /wheels .
 
 FROM ${PYTHON_IMAGE}
-LABEL org.opencontainers.image.title="trussium-operator" \
+ARG VERSION
+LABEL org.opencontainers.image.title="trussium-operator-python" \
+      org.opencontainers.image.version="${VERSION}" \
       org.opencontainers.image.description="Kubernetes operator and admission webhook for Trussium runtimes" \
       org.opencontainers.image.source="https://github.com/trussiumhq/trussium-operator" \
       org.opencontainers.image.licenses="Apache-2.0"

@@ -3,23 +3,43 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-SRC := common webhook controller certs devcluster tests hack
+SRC := common webhook controller certs cmdline devcluster tests hack
+DIST ?= dist
 
-.PHONY: test venv components lint typecheck pytest unit demo cluster crd clean
+.PHONY: test venv host components node-components image lint typecheck pytest unit e2e-node demo cluster crd release-artifacts clean
 
-test: venv components lint typecheck pytest
+test: venv host components node-components lint typecheck pytest
 
 venv: $(VENV)/.installed
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml VERSION
 	@echo ">> creating virtualenv and installing the project"
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[dev]'
 	@touch $@
 
+host:
+	@bash hack/setup-host.sh
+
 components:
 	@echo ">> ensuring the pinned Kubernetes components (first run builds them: long)"
 	@bash hack/k8s/build.sh
+
+# The node profile needs root; elsewhere its tests skip, so nothing is built for it.
+node-components: host
+	@if [ "$$(id -u)" = 0 ]; then \
+	  echo ">> ensuring the node profile's components (first run builds them: long)"; \
+	  bash hack/k8s/build-node.sh >/dev/null && bash hack/image/setup.sh; \
+	else \
+	  echo ">> not root: skipping the node profile's components (its tests will skip)"; \
+	fi
+
+# OCI image tarballs for containerd (`ctr -n k8s.io images import`), cached by
+# their inputs; IMAGE=standin builds one. Each build's last line is its path.
+IMAGES ?= $(or $(IMAGE),pause standin operator)
+image: venv
+	@bash hack/image/setup.sh
+	@for image in $(IMAGES); do $(BIN)/python -m hack.image build $$image || exit 1; done
 
 lint: venv
 	@echo ">> ruff"
@@ -30,21 +50,29 @@ typecheck: venv
 	@echo ">> mypy --strict"
 	$(BIN)/mypy --strict $(SRC)
 
-pytest: venv components
+pytest: venv components node-components
 	@echo ">> pytest (unit, webhook, integration, end-to-end, chart)"
 	$(BIN)/pytest -ra --durations=15 $(PYTEST_ARGS)
 
 unit: venv
-	$(BIN)/pytest -ra -m "not api and not cluster" $(PYTEST_ARGS)
+	$(BIN)/pytest -ra -m "not api and not cluster and not node and not image" $(PYTEST_ARGS)
+
+e2e-node: venv components node-components
+	@echo ">> pytest: the node profile's tests alone (real kubelet, containerd, runc)"
+	$(BIN)/pytest -ra --durations=15 -m node $(PYTEST_ARGS)
 
 crd: venv
-	$(BIN)/python -m common.crd
+	$(BIN)/python -m hack.crd
 
-cluster: venv components
+cluster: venv components $(if $(filter node,$(PROFILE)),node-components)
 	$(BIN)/python -m devcluster up --profile $(or $(PROFILE),cluster)
 
 demo: venv components
 	$(BIN)/python -m hack.demo $(if $(ONCE),--once,)
+
+# Wheel, sdist and packaged chart with SHA256SUMS in $(DIST); publishing is manual (docs/install.md).
+release-artifacts: venv components
+	DIST=$(DIST) bash hack/release-artifacts.sh
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -2,7 +2,8 @@
 
 `generate` writes a CA and a serving certificate into a folder (the layout
 `--cert-mode files` serves from); `inject` puts a CA bundle into the webhook
-configurations. Exit codes: 0 done, 1 failed, 2 usage error.
+configurations. Exit codes: 0 done, 1 failed, 2 usage error or unusable
+input (names, certificate files, kubeconfig).
 """
 
 from __future__ import annotations
@@ -23,9 +24,11 @@ from certs.authority import (
     decode_key_pair,
     generate_ca,
     issue_serving_certificate,
+    parse_ip_addresses,
 )
 from certs.files import CA_CERT_FILE, BundleFiles, atomic_write, write_bundle
 from certs.rotation import CA_COMMON_NAME
+from cmdline.options import fail
 from common.constants import WEBHOOK_CONFIG_NAME
 
 CA_KEY_FILE = "ca.key"
@@ -79,7 +82,11 @@ def _generate(args: argparse.Namespace) -> int:
     try:
         if not args.dns_name and not args.ip_address:
             raise CertificateError("give at least one --dns-name or --ip-address")
+        parse_ip_addresses(args.ip_address)
         ca = _load_or_create_ca(args.ca_dir, timedelta(days=args.ca_validity_days), now)
+    except (CertificateError, OSError) as error:
+        return fail("trussium-webhook certs generate", error)
+    try:
         serving = issue_serving_certificate(
             ca, args.dns_name, args.ip_address, timedelta(days=args.validity_days), now=now
         )
@@ -122,15 +129,19 @@ def _inject(args: argparse.Namespace) -> int:
     try:
         ca_pem = args.ca_file.read_bytes()
         decode_certificates(ca_pem)
+    except (CertificateError, OSError) as error:
+        return fail("trussium-webhook certs inject", describe(error))
+    try:
         patched = asyncio.run(
             _inject_async(
                 args.kubeconfig, args.webhook_config_name or [WEBHOOK_CONFIG_NAME], ca_pem
             )
         )
+    except ConfigException as error:
+        return fail("trussium-webhook certs inject", describe(error))
     except (
         CertificateError,
         OSError,
-        ConfigException,
         WebhookConfigurationNotFoundError,
         ConflictError,
         aiohttp.ClientError,

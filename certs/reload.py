@@ -9,7 +9,8 @@ A file pair is loaded only after it has been checked twice: `cryptography`
 confirms the key belongs to the certificate (a half-written rotation is
 skipped and picked up on the next change), and a scratch context proves that
 OpenSSL accepts the exact bytes, so a failed load never leaves the live
-context with a certificate but no key.
+context with a certificate but no key. The bytes OpenSSL reads come from an
+anonymous memory file, never from a file on disk (docs/adr/0011).
 """
 
 from __future__ import annotations
@@ -17,8 +18,10 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+import os
 import ssl
-import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 
@@ -108,10 +111,19 @@ class ReloadingTLS:
 
     def _load(self, files: BundleFiles) -> None:
         # load_cert_chain reads paths only: hand it a private copy of the
-        # validated bytes so a concurrent rotation cannot slip in between.
-        with tempfile.TemporaryDirectory(prefix="trussium-tls-") as private:
-            combined = Path(private) / "tls.pem"
-            combined.touch(mode=0o600)
-            combined.write_bytes(files.certificate_pem + b"\n" + files.private_key_pem)
+        # validated bytes (so a concurrent rotation cannot slip in between)
+        # in an anonymous memory file, so the key never touches a disk.
+        with _memory_file(files.certificate_pem + b"\n" + files.private_key_pem) as combined:
             server_context().load_cert_chain(combined)
             self.context.load_cert_chain(combined)
+
+
+@contextmanager
+def _memory_file(content: bytes) -> Iterator[str]:
+    """A path to `content` held in an anonymous memory file (memfd) of this process only."""
+    descriptor = os.memfd_create("trussium-tls", os.MFD_CLOEXEC)
+    try:
+        os.write(descriptor, content)
+        yield f"/proc/self/fd/{descriptor}"
+    finally:
+        os.close(descriptor)

@@ -8,12 +8,18 @@ as base64 JSONPatch. Pure: bytes and dicts in, dicts out.
 
 import base64
 import json
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from common.json_limits import MAX_DEPTH, json_problem
+
 ADMISSION_API_VERSION = "admission.k8s.io/v1"
 ADMISSION_KIND = "AdmissionReview"
+# Causes (and warnings) listed in one answer; the rest are counted, so one object with
+# thousands of bad keys gets an answer of a few kilobytes.
+MAX_CAUSES = 20
 
 
 class AdmissionDecodeError(ValueError):
@@ -82,11 +88,22 @@ def decode_review(body: bytes) -> AdmissionRequest:
         document = json.loads(body)
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise AdmissionDecodeError(f"request body is not JSON: {error}") from None
+    except ValueError:  # an integer beyond Python's conversion limit (4300 digits)
+        raise AdmissionDecodeError(
+            f"request body has an integer of more than {sys.get_int_max_str_digits()} digits"
+        ) from None
+    except RecursionError:
+        raise AdmissionDecodeError(
+            f"request body is nested deeper than {MAX_DEPTH} levels"
+        ) from None
     if not isinstance(document, dict):
         raise AdmissionDecodeError("request body must be a JSON object (an AdmissionReview)")
     request = document.get("request")
     uid = request.get("uid") if isinstance(request, dict) else None
-    uid = uid if isinstance(uid, str) and uid else None
+    uid = uid if isinstance(uid, str) and uid and json_problem(uid) is None else None
+    problem = json_problem(document)
+    if problem is not None:
+        raise AdmissionDecodeError(f"{problem.path}: {problem.message}", uid)
     api_version, kind = document.get("apiVersion"), document.get("kind")
     if kind != ADMISSION_KIND or api_version != ADMISSION_API_VERSION:
         raise AdmissionDecodeError(
@@ -158,23 +175,25 @@ def invalid(
     """A 422 Invalid denial with one cause per field, as the API server's own validation.
 
     kubectl prints such a Status as `The <Kind> "<name>" is invalid:` followed by
-    one `* field: message` line per cause.
+    one `* field: message` line per cause. At most MAX_CAUSES are listed, in
+    the message and in the causes alike, and a last one says how many more.
     """
-    summary = ", ".join(f"{cause.path}: {cause.message}" for cause in causes)
+    listed = [
+        {"type": cause.type, "field": cause.path, "message": cause.message}
+        for cause in causes[:MAX_CAUSES]
+    ]
+    summary = ", ".join(f"{cause.path}: {cause.message}" for cause in causes[:MAX_CAUSES])
+    left_out = len(causes) - len(listed)
+    if left_out:
+        more = f"and {left_out} more errors not listed; fix these and try again to see them"
+        listed.append({"type": "FieldValueInvalid", "field": "", "message": more})
+        summary += f", {more}"
     return denied(
         uid,
         f'{kind.kind}.{kind.group} "{name}" is invalid: [{summary}]',
         code=422,
         reason="Invalid",
-        details={
-            "name": name,
-            "group": kind.group,
-            "kind": kind.kind,
-            "causes": [
-                {"type": cause.type, "field": cause.path, "message": cause.message}
-                for cause in causes
-            ],
-        },
+        details={"name": name, "group": kind.group, "kind": kind.kind, "causes": listed},
         warnings=warnings,
     )
 
@@ -192,6 +211,9 @@ def response_of(review: Mapping[str, Any]) -> Mapping[str, Any]:
 
 def _review(response: dict[str, Any], warnings: Iterable[str]) -> dict[str, Any]:
     warning_list = list(dict.fromkeys(warnings))
+    if len(warning_list) > MAX_CAUSES:
+        left_out = len(warning_list) - MAX_CAUSES
+        warning_list[MAX_CAUSES:] = [f"and {left_out} more warnings not listed"]
     if warning_list:
         response["warnings"] = warning_list
     return {"apiVersion": ADMISSION_API_VERSION, "kind": ADMISSION_KIND, "response": response}

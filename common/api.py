@@ -2,7 +2,7 @@
 
 The single source of truth for the API's shape, bounds and defaults: the CRD
 in charts/trussium-operator/crds/ is generated from these models
-(`python -m common.crd`), and a test fails when the two disagree. Field
+(`make crd`), and a test fails when the two disagree. Field
 descriptions become the CRD's (`kubectl explain`) and docs/api-reference.md.
 
 Cross-field rules are declared once as `CelRule`s: the CRD carries their CEL
@@ -25,6 +25,7 @@ from common.k8s_types import (
     LabelSelector,
     ResourceRequirements,
     Toleration,
+    unique_names,
 )
 
 DNS_SUBDOMAIN_PATTERN = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"
@@ -365,10 +366,7 @@ class TrussiumRuntimeSpec(K8sModel):
     def _unique_pull_secret_names(
         cls, value: list[LocalObjectReference] | None
     ) -> list[LocalObjectReference] | None:
-        names = [ref.name for ref in value or ()]
-        duplicates = sorted({name for name in names if names.count(name) > 1})
-        if duplicates:
-            raise ValueError(f"duplicate name {duplicates[0]!r}: each Secret may be listed once")
+        unique_names([ref.name for ref in value or ()], "Secret")
         return value
 
 

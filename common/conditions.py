@@ -1,4 +1,4 @@
-"""metav1.Condition helpers: the transition-time rule of CONTRACT.md section 3.
+"""metav1.Condition helpers: the transition-time rule of docs/contract.md section 3.
 
 `lastTransitionTime` tells users when a condition last flipped; keeping it
 when only the reason or message changed is what makes it trustworthy.

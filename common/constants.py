@@ -1,7 +1,7 @@
 """Fixed strings and numbers of the TrussiumRuntime contract.
 
 Users, dashboards and the zero-restart migration from the Go operator key on
-these exact values (CONTRACT.md), so each is named once, here.
+these exact values (docs/contract.md), so each is named once, here.
 """
 
 from enum import StrEnum
@@ -55,12 +55,13 @@ class ConditionType(StrEnum):
 
 
 class Reason(StrEnum):
-    """Condition reasons (CONTRACT.md sections 6 and 7)."""
+    """Condition reasons (docs/contract.md sections 6 and 7)."""
 
     SECRET_NOT_FOUND = "SecretNotFound"
     REFERENCE_CHECK_FAILED = "ReferenceCheckFailed"
     REFERENCES_RESOLVED = "ReferencesResolved"
     CONFIGURATION_INVALID = "ConfigurationInvalid"
+    INVALID_SPEC = "InvalidSpec"
     RECONCILIATION_FAILED = "ReconciliationFailed"
     RECONCILIATION_COMPLETE = "ReconciliationComplete"
     DEPLOYMENT_PROGRESSING = "DeploymentProgressing"
@@ -81,7 +82,7 @@ class Reason(StrEnum):
 
 
 class EventReason(StrEnum):
-    """Event reasons (CONTRACT.md section 8)."""
+    """Event reasons (docs/contract.md section 8)."""
 
     CONFIGURATION_INVALID = "ConfigurationInvalid"
     RUNTIME_DEGRADED = "RuntimeDegraded"
@@ -102,7 +103,7 @@ class EventAction(StrEnum):
     UPGRADE_RUNTIME = "UpgradeRuntime"
 
 
-# Managed objects (CONTRACT.md section 4).
+# Managed objects (docs/contract.md section 4).
 MANAGED_API_VERSIONS: Final = {
     "ConfigMap": "v1",
     "ServiceAccount": "v1",

@@ -11,11 +11,11 @@ does. Malformed input (a non-object spec, a string where an object belongs)
 is left alone for validation to report.
 """
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from common.crd import openapi_schema
+from common.schema import openapi_schema
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,7 @@ def copy_json(value: Any) -> Any:
     return value
 
 
-def json_pointer(path: list[str | int]) -> str:
+def json_pointer(path: Iterable[str | int]) -> str:
     """RFC 6901 pointer: `~` and `/` in keys escaped as `~0` and `~1`."""
     return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in path)
 

@@ -1,4 +1,4 @@
-"""Which Events a status write announces (CONTRACT.md section 8).
+"""Which Events a status write announces (docs/contract.md section 8).
 
 Events are derived from the difference between the old and new status, so
 an unchanged reconcile emits nothing and a flapping watch cannot spam.

@@ -17,6 +17,7 @@ Decisions:
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any
 
 from common.constants import (
@@ -27,6 +28,7 @@ from common.constants import (
     OPERATOR_LABEL_KEYS,
     RESTARTED_AT_ANNOTATION,
 )
+from common.json_limits import cut, path_key
 
 Path = tuple[str | int, ...]
 
@@ -58,6 +60,7 @@ _TRUSSIUM_RUNTIME_FIELDS: tuple[tuple[Path, str], ...] = (
 )
 
 _MAX_LISTED_FIELDS = 5
+_MAX_COUNTED_FIELDS = 1000
 
 
 @dataclass(frozen=True)
@@ -88,16 +91,20 @@ def review_managed_deployment_update(
                 "and cannot be changed or removed; delete or edit the TrussiumRuntime instead"
             ),
         )
-    changed = [
+    differences = (
         path
         for path in _diff(("spec",), old.get("spec"), new.get("spec"))
         if not any(path[: len(allowed)] == allowed for allowed in _ALLOWED_SPEC_PATHS)
-    ]
+    )
+    # Paths are distinct, and so is the advice for each; counting stops at a bound.
+    changed = list(islice(differences, _MAX_COUNTED_FIELDS + 1))
     if not changed:
         return GuardVerdict(allowed=True)
-    advice = list(dict.fromkeys(_advice(path) for path in changed))
-    more = len(advice) - _MAX_LISTED_FIELDS
-    listed = "; ".join(advice[:_MAX_LISTED_FIELDS]) + (f"; and {more} more" if more > 0 else "")
+    counted = min(len(changed), _MAX_COUNTED_FIELDS)
+    more = counted - _MAX_LISTED_FIELDS
+    listed = "; ".join(_advice(path) for path in changed[:_MAX_LISTED_FIELDS])
+    if more > 0:
+        listed += f"; and {more}{'+' if len(changed) > counted else ''} more"
     return GuardVerdict(
         allowed=False,
         message=(
@@ -143,8 +150,10 @@ def _diff(path: Path, old: object, new: object) -> Iterator[Path]:
 def _format(path: Path) -> str:
     text = ""
     for segment in path:
-        if isinstance(segment, int) or "/" in segment or "." in segment:
+        if isinstance(segment, int):
             text += f"[{segment}]"
+        elif "/" in segment or "." in segment or segment != cut(segment):
+            text += path_key(segment)
         else:
             text += f".{segment}" if text else segment
     return text
@@ -153,16 +162,17 @@ def _format(path: Path) -> str:
 def _owner(deployment: Mapping[str, Any]) -> str:
     """The owning TrussiumRuntime: the controller ownerReference, else the instance label."""
     metadata = _mapping(deployment.get("metadata"))
-    namespace = metadata.get("namespace", "")
-    for reference in metadata.get("ownerReferences") or ():
+    namespace = cut(metadata.get("namespace", ""))
+    references = metadata.get("ownerReferences")
+    for reference in references if isinstance(references, list) else ():
         if (
             isinstance(reference, Mapping)
             and reference.get("controller")
             and reference.get("kind") == KIND
         ):
-            return f"{KIND} {namespace}/{reference.get('name', '')}"
+            return f"{KIND} {namespace}/{cut(reference.get('name', ''))}"
     instance = _labels(deployment).get(LABEL_INSTANCE)
-    return f"{KIND} {namespace}/{instance}" if instance else f"a {KIND}"
+    return f"{KIND} {namespace}/{cut(instance)}" if instance else f"a {KIND}"
 
 
 def _labels(obj: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -16,6 +16,7 @@ from pydantic import (
     Field,
     GetCoreSchemaHandler,
     GetJsonSchemaHandler,
+    field_validator,
 )
 from pydantic.alias_generators import to_camel
 from pydantic.json_schema import JsonSchemaValue
@@ -68,6 +69,13 @@ Quantity = Annotated[
 ]
 
 
+def unique_names(names: list[str], what: str) -> None:
+    """A list-map keyed by name holds each name once (the API server enforces it too)."""
+    duplicates = sorted({name for name in names if names.count(name) > 1})
+    if duplicates:
+        raise ValueError(f"duplicate name {duplicates[0]!r}: each {what} may be listed once")
+
+
 class K8sModel(BaseModel):
     """Base for API models: camelCase on the wire, unknown fields rejected.
 
@@ -105,8 +113,29 @@ class LabelSelector(K8sModel):
     )
 
 
+class ResourceClaim(K8sModel):
+    """A dynamically allocated resource the container uses (Kubernetes ResourceClaim)."""
+
+    name: str = Field(
+        min_length=1,
+        description="The name of an entry in the Pod's spec.resourceClaims; Kubernetes rejects "
+        "the Pod unless that entry exists.",
+    )
+    request: str | None = Field(
+        None,
+        description="One request of that claim; empty makes the whole claim available.",
+    )
+
+
 class ResourceRequirements(K8sModel):
     """Compute resources of the runtime container (Kubernetes ResourceRequirements)."""
+
+    claims: list[ResourceClaim] | None = Field(
+        None,
+        description="Dynamic resource claims the container uses (DynamicResourceAllocation), "
+        "passed to the container unchanged.",
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]},
+    )
 
     limits: dict[str, Quantity] | None = Field(
         None, description="Maximum amount of each resource the container may use."
@@ -116,6 +145,12 @@ class ResourceRequirements(K8sModel):
         description="Amount of each resource the scheduler reserves; at most the limit. "
         "autoscaling needs requests.cpu.",
     )
+
+    @field_validator("claims")
+    @classmethod
+    def _unique_claim_names(cls, value: list[ResourceClaim] | None) -> list[ResourceClaim] | None:
+        unique_names([claim.name for claim in value or ()], "claim")
+        return value
 
 
 class Toleration(K8sModel):

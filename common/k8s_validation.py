@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from common.json_limits import cut, path_key, shown
 from common.quantity import QuantityError, is_integer, parse_quantity
 
 
@@ -28,6 +29,7 @@ class FieldError:
 Errors = Iterator[FieldError]
 
 _NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]\Z")
+_DNS_1035_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?\Z")
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
 _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
 NAME_HINT = (
@@ -37,7 +39,7 @@ ANNOTATIONS_MAX_BYTES = 256 * 1024
 
 
 def _key(path: str, key: object) -> str:
-    return f"{path}[{key}]"
+    return f"{path}{path_key(key)}"
 
 
 def _at(path: str, index: int) -> str:
@@ -59,6 +61,18 @@ def dns_subdomain_problems(value: str) -> list[str]:
         return [
             "must be a lowercase RFC 1123 subdomain: lowercase alphanumeric characters, '-' "
             "or '.', starting and ending with an alphanumeric character (e.g. example.com)"
+        ]
+    return []
+
+
+def dns_1035_label_problems(value: str) -> list[str]:
+    """Why `value` is not a DNS-1035 label, as IsDNS1035Label says (a Service name)."""
+    if len(value) > 63:
+        return ["must be no more than 63 characters"]
+    if not _DNS_1035_LABEL.match(value):
+        return [
+            "must be a DNS-1035 label: lowercase letters, digits and '-', starting with a "
+            "letter and ending with a letter or digit (e.g. my-name)"
         ]
     return []
 
@@ -92,7 +106,7 @@ def label_value_problems(value: str) -> list[str]:
 
 def _key_errors(path: str, key: str, what: str) -> Errors:
     for problem in qualified_name_problems(key):
-        yield FieldError(path, f"invalid {what} {key!r}: {problem}")
+        yield FieldError(path, f"invalid {what} {shown(key)}: {problem}")
 
 
 def validate_labels(labels: object, path: str, what: str = "label key") -> Errors:
@@ -100,7 +114,7 @@ def validate_labels(labels: object, path: str, what: str = "label key") -> Error
         yield from _key_errors(_key(path, key), str(key), what)
         if isinstance(value, str):
             for problem in label_value_problems(value):
-                yield FieldError(_key(path, key), f"invalid label value {value!r}: {problem}")
+                yield FieldError(_key(path, key), f"invalid label value {shown(value)}: {problem}")
 
 
 def validate_annotations(annotations: object, path: str) -> Errors:
@@ -148,7 +162,7 @@ def _validate_values_for_operator(
         supported = ", ".join(("In", "NotIn", "Exists", "DoesNotExist", *extra_operators))
         yield FieldError(
             f"{path}.operator",
-            f"unsupported operator {operator!r}: supported values: {supported}",
+            f"unsupported operator {shown(operator)}: supported values: {supported}",
             "FieldValueNotSupported",
         )
     if isinstance(requirement.get("key"), str):
@@ -165,7 +179,7 @@ def validate_label_selector(selector: object, path: str) -> Errors:
             if isinstance(value, str):
                 for problem in label_value_problems(value):
                     yield FieldError(
-                        _at(f"{at}.values", j), f"invalid label value {value!r}: {problem}"
+                        _at(f"{at}.values", j), f"invalid label value {shown(value)}: {problem}"
                     )
     yield from validate_labels(selector.get("matchLabels"), f"{path}.matchLabels")
 
@@ -190,21 +204,21 @@ def validate_tolerations(tolerations: object, path: str) -> Errors:
         if operator in ("", "Equal"):
             if isinstance(value, str):
                 for problem in label_value_problems(value):
-                    yield FieldError(f"{at}.value", f"invalid value {value!r}: {problem}")
+                    yield FieldError(f"{at}.value", f"invalid value {shown(value)}: {problem}")
         elif operator == "Exists":
             if value:
                 yield FieldError(f"{at}.value", "value must be empty when `operator` is 'Exists'")
         else:
             yield FieldError(
                 f"{at}.operator",
-                f"unsupported operator {operator!r}: supported values: Equal, Exists",
+                f"unsupported operator {shown(operator)}: supported values: Equal, Exists",
                 "FieldValueNotSupported",
             )
         if effect not in ("", "NoSchedule", "PreferNoSchedule", "NoExecute"):
             yield FieldError(
                 f"{at}.effect",
-                f"unsupported effect {effect!r}: supported values: NoSchedule, PreferNoSchedule, "
-                "NoExecute",
+                f"unsupported effect {shown(effect)}: supported values: NoSchedule, "
+                "PreferNoSchedule, NoExecute",
                 "FieldValueNotSupported",
             )
 
@@ -241,7 +255,7 @@ def _validate_node_selector_term(term: object, path: str) -> Errors:
             if isinstance(value, str):
                 for problem in dns_subdomain_problems(value):
                     yield FieldError(
-                        _at(f"{at}.values", j), f"invalid node name {value!r}: {problem}"
+                        _at(f"{at}.values", j), f"invalid node name {shown(value)}: {problem}"
                     )
 
 
@@ -253,7 +267,7 @@ def _validate_pod_affinity_term(term: object, path: str) -> Errors:
         if isinstance(namespace, str) and (len(namespace) > 63 or not _DNS_LABEL.match(namespace)):
             yield FieldError(
                 _at(f"{path}.namespaces", i),
-                f"invalid namespace name {namespace!r}: must be a lowercase RFC 1123 label",
+                f"invalid namespace name {shown(namespace)}: must be a lowercase RFC 1123 label",
             )
     match_keys = as_list(term.get("matchLabelKeys"))
     mismatch_keys = as_list(term.get("mismatchLabelKeys"))
@@ -271,7 +285,7 @@ def _validate_pod_affinity_term(term: object, path: str) -> Errors:
         if key in match_keys:
             yield FieldError(
                 _at(f"{path}.mismatchLabelKeys", i),
-                f"{key!r} exists in both matchLabelKeys and mismatchLabelKeys",
+                f"{shown(key)} exists in both matchLabelKeys and mismatchLabelKeys",
             )
     topology_key = term.get("topologyKey")
     if topology_key == "":
@@ -374,7 +388,7 @@ def _quantity_errors(
             return quantity, [
                 FieldError(
                     path,
-                    f"{value} is not a positive integer multiple of the page size "
+                    f"{shown(value)} is not a positive integer multiple of the page size "
                     f"{name.removeprefix(HUGEPAGES_PREFIX)}",
                 )
             ]
@@ -388,7 +402,7 @@ def validate_resources(resources: object, path: str) -> Errors:
         for name, value in as_dict(resources.get(kind)).items():
             at = _key(f"{path}.{kind}", name)
             for problem in _resource_name_problems(str(name)):
-                yield FieldError(at, f"invalid resource name {name!r}: {problem}")
+                yield FieldError(at, f"invalid resource name {shown(name)}: {problem}")
             quantity, errors = _quantity_errors(str(name), value, at)
             yield from errors
             if kind == "limits":
@@ -407,15 +421,33 @@ def validate_resources(resources: object, path: str) -> Errors:
                 continue
             if not _overcommit_allowed(str(name)) and quantity != limit:
                 yield FieldError(
-                    at, f"must be equal to {name} limit of {resources['limits'][name]}"
+                    at, f"must be equal to {name} limit of {cut(resources['limits'][name])}"
                 )
             elif quantity > limit:
-                yield FieldError(
-                    at, f"must be less than or equal to {name} limit of {resources['limits'][name]}"
-                )
+                limit_text = cut(resources["limits"][name])
+                yield FieldError(at, f"must be less than or equal to {name} limit of {limit_text}")
     names = set(limits) | set(as_dict(resources.get("requests")))
     if any(str(n).startswith(HUGEPAGES_PREFIX) for n in names) and not names & {"cpu", "memory"}:
         yield FieldError(path, "HugePages require cpu or memory", "FieldValueForbidden")
+    yield from _validate_claims(resources.get("claims"), f"{path}.claims")
+
+
+def _validate_claims(claims: object, path: str) -> Errors:
+    """As Kubernetes validates a container's claims: both names are DNS labels."""
+    for i, claim in enumerate(as_list(claims)):
+        for field in ("name", "request"):
+            value = as_dict(claim).get(field)
+            if (
+                isinstance(value, str)
+                and value
+                and (len(value) > 63 or not _DNS_LABEL.match(value))
+            ):
+                yield FieldError(
+                    f"{_at(path, i)}.{field}",
+                    f"invalid value {value!r}: must be a lowercase RFC 1123 label (at most 63 "
+                    "lowercase alphanumeric characters or '-', starting and ending with an "
+                    "alphanumeric character)",
+                )
 
 
 # The grammar of github.com/distribution/reference, which the kubelet parses images with.
@@ -446,7 +478,7 @@ def image_reference_problem(reference: str) -> str | None:
             "prefixed by a registry host[:port] (e.g. ghcr.io/trussium/runtime)"
         )
     if tag is not None and not _IMAGE_TAG.match(tag):
-        return f"invalid tag {tag!r}"
+        return f"invalid tag {shown(tag)}"
     if at and not _IMAGE_DIGEST.match(digest):
-        return f"invalid digest {digest!r}"
+        return f"invalid digest {shown(digest)}"
     return None

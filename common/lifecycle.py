@@ -1,7 +1,9 @@
-"""The upgrade lifecycle (CONTRACT.md section 6, ADR 0007).
+"""The upgrade lifecycle (docs/contract.md section 6).
 
 Everything is derived from the managed Deployment's own status and the
-desired image, so the operator needs no access to Pods or ReplicaSets.
+desired image, so the operator needs no access to Pods or ReplicaSets (the
+Go operator's ADR 0007,
+https://github.com/trussiumhq/trussium-operator/blob/main/docs/adr/0007-observe-upgrades-through-deployment-status.md).
 """
 
 from collections.abc import Mapping
@@ -35,8 +37,9 @@ class Upgrade:
     condition: ConditionState
 
 
-def _count(status: Mapping[str, Any], field: str) -> int:
-    value = status.get(field)
+def status_count(deployment: Mapping[str, Any] | None, field: str) -> int:
+    """An integer of the Deployment's status (a replica count, observedGeneration); 0 if absent."""
+    value = ((deployment or {}).get("status") or {}).get(field)
     return value if isinstance(value, int) else 0
 
 
@@ -51,7 +54,7 @@ def desired_replicas(spec: TrussiumRuntimeSpec, deployment: Mapping[str, Any] | 
 def generation_observed(deployment: Mapping[str, Any]) -> bool:
     """Whether the Deployment controller has seen the Deployment's latest spec."""
     generation = (deployment.get("metadata") or {}).get("generation")
-    observed = _count(deployment.get("status") or {}, "observedGeneration")
+    observed = status_count(deployment, "observedGeneration")
     return not isinstance(generation, int) or observed >= generation
 
 
@@ -80,10 +83,9 @@ def rollout_of(deployment: Mapping[str, Any] | None, desired: int) -> Rollout:
         return failure
     if deployment is None or not generation_observed(deployment):
         return Rollout(RolloutPhase.PROGRESSING)
-    status = deployment.get("status") or {}
-    counts = [_count(status, f) for f in ("replicas", "updatedReplicas", "readyReplicas")]
-    counts.append(_count(status, "availableReplicas"))
-    if all(c == desired for c in counts) and _count(status, "unavailableReplicas") == 0:
+    fields = ("replicas", "updatedReplicas", "readyReplicas", "availableReplicas")
+    counts = [status_count(deployment, field) for field in fields]
+    if all(c == desired for c in counts) and status_count(deployment, "unavailableReplicas") == 0:
         return Rollout(RolloutPhase.COMPLETE)
     return Rollout(RolloutPhase.PROGRESSING)
 

@@ -1,7 +1,8 @@
-"""Structured JSON log lines, shared by the webhook and the controller.
+"""Structured log lines, shared by the webhook and the controller.
 
-One JSON object per line so log pipelines can index fields (hook, uid,
-verdict, ...) without parsing prose. Callers pass fields with
+JSON by default: one object per line so log pipelines can index fields
+(hook, uid, verdict, ...) without parsing prose. The text format, for a
+person at a terminal, carries the same fields as `key=value` pairs. Callers pass fields with
 `logger.info("message", extra={"fields": {...}})`; they must never pass
 object contents or Secret values.
 
@@ -18,6 +19,9 @@ from datetime import UTC, datetime
 from typing import Any, TextIO
 
 FIELDS_ATTRIBUTE = "fields"
+# Libraries that log payloads at debug: the generated Kubernetes client's REST
+# layer logs every response body, Secrets (and the webhook's own key) included.
+PAYLOAD_LOGGERS = ("kubernetes_asyncio",)
 
 
 class JsonFormatter(logging.Formatter):
@@ -38,16 +42,50 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry, default=str, ensure_ascii=False)
 
 
+class TextFormatter(logging.Formatter):
+    """Formats a record as `time LEVEL logger: message key=value ...` (logfmt-style values)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        time = datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds")
+        line = f"{time} {record.levelname:<7} {record.name}: {record.getMessage()}"
+        fields = getattr(record, FIELDS_ATTRIBUTE, None)
+        if isinstance(fields, dict):
+            line += "".join(f" {key}={_text_value(value)}" for key, value in fields.items())
+        if record.exc_info and record.exc_info[1] is not None:
+            line += "\n" + exception_summary(record.exc_info[1])
+        return line
+
+
+def _text_value(value: object) -> str:
+    """Strings bare unless they need quotes; other values as compact JSON."""
+    if not isinstance(value, str):
+        text = json.dumps(value, default=str, separators=(",", ":"))
+        return json.dumps(text) if any(c.isspace() for c in text) else text
+    return (
+        value if value and not any(c.isspace() or c in '"=' for c in value) else json.dumps(value)
+    )
+
+
 def exception_summary(error: BaseException) -> str:
     """`Type` and the traceback's frames (file, line, source), never the message."""
     frames = "".join(traceback.format_tb(error.__traceback__))
     return f"{type(error).__qualname__}\n{frames}".rstrip()
 
 
-def configure_json_logging(level: str = "info", stream: TextIO = sys.stderr) -> None:
-    """Route every logger of the process to one JSON handler at `level`."""
+def configure_logging(
+    level: str = "info", log_format: str = "json", stream: TextIO = sys.stderr
+) -> None:
+    """Route every logger of the process to one handler at `level`, in JSON or text."""
     handler = logging.StreamHandler(stream)
-    handler.setFormatter(JsonFormatter())
+    handler.setFormatter(TextFormatter() if log_format == "text" else JsonFormatter())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
+    quiet_payload_loggers()
+
+
+def quiet_payload_loggers() -> None:
+    """PAYLOAD_LOGGERS never below INFO, whatever level the process logs at."""
+    floor = max(logging.INFO, logging.getLogger().getEffectiveLevel())
+    for name in PAYLOAD_LOGGERS:
+        logging.getLogger(name).setLevel(floor)

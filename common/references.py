@@ -1,11 +1,18 @@
-"""The Secrets a TrussiumRuntime refers to (CONTRACT.md section 5, step 2)."""
+"""The Secrets a TrussiumRuntime refers to (docs/contract.md section 5, step 2)."""
 
 from common.api import TrussiumRuntimeSpec
 
 
+def referenced_secret_paths(spec: TrussiumRuntimeSpec) -> dict[str, str]:
+    """Each referenced Secret name with the field path of its first reference, sorted by name."""
+    paths: dict[str, str] = {}
+    if spec.provider.credentials_secret_ref is not None:
+        paths[spec.provider.credentials_secret_ref.name] = "spec.provider.credentialsSecretRef.name"
+    for index, ref in enumerate(spec.image_pull_secrets or ()):
+        paths.setdefault(ref.name, f"spec.imagePullSecrets[{index}].name")
+    return dict(sorted(paths.items()))
+
+
 def referenced_secret_names(spec: TrussiumRuntimeSpec) -> list[str]:
     """Unique and sorted, so checks, messages and watches are deterministic."""
-    names = {ref.name for ref in spec.image_pull_secrets or ()}
-    if spec.provider.credentials_secret_ref is not None:
-        names.add(spec.provider.credentials_secret_ref.name)
-    return sorted(names)
+    return list(referenced_secret_paths(spec))

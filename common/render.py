@@ -1,4 +1,4 @@
-"""The objects the operator owns for a TrussiumRuntime (CONTRACT.md section 4).
+"""The objects the operator owns for a TrussiumRuntime (docs/contract.md section 4).
 
 Each manifest holds only the fields the operator owns, so server-side apply
 neither fights Kubernetes' defaults nor other field managers.

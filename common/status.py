@@ -1,11 +1,15 @@
-"""A TrussiumRuntime's status from what one reconcile observed (CONTRACT.md 3, 6, 7)."""
+"""A TrussiumRuntime's status from what one reconcile observed (docs/contract.md 3, 6, 7).
 
-from collections.abc import Mapping
+Zero and empty fields are left out of the written status, as the Go
+operator's `omitempty` fields are, so both operators write the same shape.
+"""
+
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from common import constants as c
-from common.api import TrussiumRuntime
+from common.api import ServiceSpec, TrussiumRuntime, TrussiumRuntimeSpec
 from common.conditions import (
     ConditionState,
     build_condition,
@@ -15,6 +19,7 @@ from common.conditions import (
 )
 from common.constants import ConditionType, Reason
 from common.images import render_image
+from common.k8s_validation import FieldError
 from common.lifecycle import (
     Rollout,
     RolloutPhase,
@@ -75,7 +80,7 @@ def endpoint(service: Mapping[str, Any] | None, namespace: str, default_port: in
 
 
 def availability(desired: int, available: int) -> ConditionState:
-    """The rule A(D) of CONTRACT.md section 7."""
+    """The rule A(D) of docs/contract.md section 7."""
     if desired == 0:
         return ConditionState("False", Reason.SCALED_TO_ZERO, "The runtime is scaled to zero.")
     if available > 0:
@@ -237,27 +242,109 @@ def compute_status(
         **_workload(o),
     }
     states[ConditionType.UPGRADING] = upgrade.condition
-    generation = runtime.metadata.generation
+    return _status(
+        previous,
+        states,
+        generation=runtime.metadata.generation,
+        now=now,
+        readyReplicas=o.ready,
+        availableReplicas=o.available,
+        desiredImage=desired_image,
+        currentImage=image,
+        lastSuccessfulImage=upgrade.last_successful_image,
+        endpoint=endpoint(service, runtime.metadata.namespace, runtime.spec.service.port),
+    )
+
+
+def _status(
+    previous: Mapping[str, Any] | None,
+    states: Conditions,
+    *,
+    generation: int,
+    now: str,
+    **fields: int | str,
+) -> dict[str, Any]:
+    """The status to write: `fields` without zero or empty values, then the conditions."""
     old_conditions = conditions_of(previous)
-    return {
-        "observedGeneration": generation,
-        "readyReplicas": o.ready,
-        "availableReplicas": o.available,
-        "desiredImage": desired_image,
-        "currentImage": image,
-        "lastSuccessfulImage": upgrade.last_successful_image,
-        "endpoint": endpoint(service, runtime.metadata.namespace, runtime.spec.service.port),
-        "conditions": [
-            build_condition(
-                type_,
-                states[type_],
-                previous=find_condition(old_conditions, type_),
-                generation=generation,
-                now=now,
-            )
-            for type_ in ConditionType
-        ],
+    status: dict[str, Any] = {"observedGeneration": generation} if generation else {}
+    status.update({key: value for key, value in fields.items() if value})
+    status["conditions"] = [
+        build_condition(
+            type_,
+            states[type_],
+            previous=find_condition(old_conditions, type_),
+            generation=generation,
+            now=now,
+        )
+        for type_ in ConditionType
+        if type_ in states
+    ]
+    return status
+
+
+MAX_LISTED_ERRORS = 20
+
+
+def invalid_spec_message(errors: Sequence[FieldError]) -> str:
+    """Every error with its field path (the first MAX_LISTED_ERRORS, then a count)."""
+    shown = [f"{error.path}: {error.message}" for error in errors[:MAX_LISTED_ERRORS]]
+    more = len(errors) - len(shown)
+    tail = f"; and {more} more" if more > 0 else ""
+    return f"The spec is invalid: {'; '.join(shown)}{tail}. Fix the spec to resume reconciling."
+
+
+def invalid_spec_status(
+    obj: Mapping[str, Any],
+    errors: Sequence[FieldError],
+    *,
+    deployment: Mapping[str, Any] | None,
+    service: Mapping[str, Any] | None,
+    now: str,
+) -> dict[str, Any]:
+    """The status of a stored runtime our rules reject (docs/contract.md section 11).
+
+    Built from the raw object, since the spec cannot be trusted: what is
+    observed (replicas, current image, endpoint) is reported as it is, what
+    would need the spec (desired image, the upgrade lifecycle) keeps its last
+    value, and the workload is neither touched nor judged.
+    """
+    previous = obj.get("status") if isinstance(obj.get("status"), Mapping) else None
+    meta = obj.get("metadata") or {}
+    generation = meta.get("generation")
+    spec = obj.get("spec")
+    spec = spec if isinstance(spec, Mapping) else {}
+    counts = (((deployment or {}).get("spec") or {}).get("replicas"), spec.get("replicas"))
+    # D: what the Deployment runs, else what the spec asks for, else the default.
+    desired = next(
+        (n for n in counts if isinstance(n, int) and not isinstance(n, bool)),
+        TrussiumRuntimeSpec.model_fields["replicas"].default,
+    )
+    available = _replicas(deployment, "availableReplicas")
+    message = invalid_spec_message(errors)
+    states: Conditions = {
+        ConditionType.CONFIGURATION_VALID: ConditionState("False", Reason.INVALID_SPEC, message),
+        **_failed(
+            Reason.CONFIGURATION_INVALID,
+            f"The configuration is invalid: {message}",
+            availability(desired, available),
+        ),
     }
+    upgrading = state_of(find_condition(conditions_of(previous), ConditionType.UPGRADING))
+    if upgrading is not None:
+        states[ConditionType.UPGRADING] = upgrading
+    previous_fields = previous or {}
+    return _status(
+        previous,
+        states,
+        generation=generation if isinstance(generation, int) else 0,
+        now=now,
+        readyReplicas=_replicas(deployment, "readyReplicas"),
+        availableReplicas=available,
+        desiredImage=str(previous_fields.get("desiredImage") or ""),
+        currentImage=current_image(deployment),
+        lastSuccessfulImage=str(previous_fields.get("lastSuccessfulImage") or ""),
+        endpoint=endpoint(service, str(meta.get("namespace") or ""), ServiceSpec().port),
+    )
 
 
 _STATUS_DEFAULTS: dict[str, Any] = {

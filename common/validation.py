@@ -4,7 +4,7 @@ Two layers, reported together:
 - `schema_errors`: what the CRD schema enforces (the models of `common.api`,
   unknown fields, the CEL rules), after the API server's defaulting, so the
   offline validator and a cluster without the webhook agree exactly;
-- the rules a schema cannot express (CONTRACT.md section 10), ported from
+- the rules a schema cannot express (docs/contract.md section 10), ported from
   Kubernetes in `common.k8s_validation`.
 Soft problems become warnings; on UPDATE, a violation the old object already
 had becomes a warning too (ratcheting), so unrelated edits are never blocked.
@@ -14,6 +14,7 @@ import types
 import typing
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any, Union
 from urllib.parse import urlsplit
 
@@ -24,9 +25,10 @@ from common import api, constants, k8s_validation
 from common.api import TrussiumRuntimeSpec
 from common.defaulting import apply_defaults
 from common.images import render_image
+from common.json_limits import json_problem, path_key, shown
 from common.k8s_validation import FieldError
 from common.quantity import QuantityError, parse_quantity
-from common.references import referenced_secret_names
+from common.references import referenced_secret_paths
 
 __all__ = ["FieldError", "ValidationResult", "schema_errors", "validate_runtime"]
 
@@ -34,14 +36,23 @@ __all__ = ["FieldError", "ValidationResult", "schema_errors", "validate_runtime"
 @dataclass(frozen=True)
 class ValidationResult:
     errors: tuple[FieldError, ...]
-    warnings: tuple[str, ...]
+    field_warnings: tuple[FieldError, ...] = ()
 
     @property
     def allowed(self) -> bool:
         return not self.errors
 
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """As an admission response carries them: `path: message`."""
+        return tuple(f"{w.path}: {w.message}" for w in self.field_warnings)
+
 
 MUTABLE_TAG = "latest"
+# Entries a map or list of the spec may hold (Kubernetes has no such count,
+# real specs hold a few dozen at most); larger ones are cut before any rule
+# looks at them, so checking stays proportional to this, not to the input.
+MAX_COLLECTION_ENTRIES = 1000
 APPARMOR_PREFIX = "container.apparmor.security.beta.kubernetes.io/"
 SECCOMP_POD = "seccomp.security.alpha.kubernetes.io/pod"
 SECCOMP_CONTAINER_PREFIX = "container.seccomp.security.alpha.kubernetes.io/"
@@ -70,11 +81,6 @@ _QUANTITY_PATHS = ("spec.resources.limits[", "spec.resources.requests[")
 _QUANTITY_FAILURES = ("int_type", "string_type", "string_pattern_mismatch")
 
 
-def _shown(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
-
-
 def _unwrap(tp: Any) -> Any:
     """The annotation without Annotated and `| None`."""
     while True:
@@ -89,6 +95,28 @@ def _unwrap(tp: Any) -> Any:
         return tp
 
 
+# Annotation -> (kind, element type or field map); the models are fixed, so each
+# annotation is worked out once (keyed by identity: annotations need not be hashable).
+_STEPS: dict[int, tuple[Any, str, Any]] = {}
+
+
+def _step(tp: Any) -> tuple[str, Any]:
+    known = _STEPS.get(id(tp))
+    if known is not None and known[0] is tp:
+        return known[1], known[2]
+    origin = typing.get_origin(tp)
+    step: tuple[str, Any] = ("scalar", None)
+    if origin is list:
+        step = ("list", _unwrap(typing.get_args(tp)[0]))
+    elif origin is dict:
+        step = ("dict", _unwrap(typing.get_args(tp)[1]))
+    elif isinstance(tp, type) and issubclass(tp, BaseModel):
+        fields = {f.alias or name: _unwrap(f.annotation) for name, f in tp.model_fields.items()}
+        step = ("model", fields)
+    _STEPS[id(tp)] = (tp, *step)
+    return step
+
+
 def _field_path(loc: tuple[int | str, ...]) -> str:
     """`spec.podMetadata.labels[foo]` from a pydantic location under the spec model.
 
@@ -97,15 +125,13 @@ def _field_path(loc: tuple[int | str, ...]) -> str:
     """
     path, tp = "spec", _unwrap(TrussiumRuntimeSpec)
     for item in loc:
-        origin = typing.get_origin(tp)
-        if origin is list:
-            path, tp = f"{path}[{item}]", _unwrap(typing.get_args(tp)[0])
-        elif origin is dict:
-            path, tp = f"{path}[{item}]", _unwrap(typing.get_args(tp)[1])
-        elif isinstance(tp, type) and issubclass(tp, BaseModel):
-            fields = {f.alias or name: f for name, f in tp.model_fields.items()}
-            field = fields.get(str(item))
-            path, tp = f"{path}.{item}", _unwrap(field.annotation) if field else None
+        kind, inner = _step(tp)
+        if kind == "list":
+            path, tp = f"{path}[{item}]", inner
+        elif kind == "dict":
+            path, tp = f"{path}{path_key(item)}", inner
+        elif kind == "model":
+            path, tp = f"{path}.{item}", inner.get(str(item))
         else:
             break  # a union variant tag, or below a scalar
     return path
@@ -125,7 +151,7 @@ def _schema_error(error: ErrorDetails) -> FieldError:
         name = error["loc"][-1]
         return FieldError(
             path,
-            f"unknown field {name!r}: not part of the TrussiumRuntime API "
+            f"unknown field {shown(name)}: not part of the TrussiumRuntime API "
             "(see docs/api-reference.md)",
             "FieldValueForbidden",
         )
@@ -139,7 +165,7 @@ def _schema_error(error: ErrorDetails) -> FieldError:
         return FieldError(path, f"must have at most {ctx['max_length']} items", "FieldValueTooMany")
     if kind == "string_pattern_mismatch":
         hint = _PATTERN_HINTS.get(ctx["pattern"], f"matching {ctx['pattern']}")
-        return FieldError(path, f"invalid value {_shown(value)}: must be {hint}")
+        return FieldError(path, f"invalid value {shown(value)}: must be {hint}")
     if kind == "greater_than_equal":
         return FieldError(path, f"must be greater than or equal to {ctx['ge']}")
     if kind == "less_than_equal":
@@ -147,7 +173,7 @@ def _schema_error(error: ErrorDetails) -> FieldError:
     if kind == "literal_error":
         return FieldError(
             path,
-            f"unsupported value {_shown(value)}: supported values: {ctx['expected']}",
+            f"unsupported value {shown(value)}: supported values: {ctx['expected']}",
             "FieldValueNotSupported",
         )
     if kind in _TYPE_NAMES:
@@ -236,7 +262,7 @@ def _base_url_errors(base_url: object) -> Iterator[FieldError]:
 def _semantic_errors(
     spec: Mapping[str, Any], model: TrussiumRuntimeSpec | None
 ) -> Iterator[FieldError]:
-    """CONTRACT.md section 10: what the schema cannot say. Robust to ill-typed parts."""
+    """docs/contract.md section 10: what the schema cannot say. Robust to ill-typed parts."""
     as_dict = k8s_validation.as_dict
     yield from _pod_metadata_errors(as_dict(spec.get("podMetadata")))
     scheduling = as_dict(spec.get("scheduling"))
@@ -277,22 +303,64 @@ def _semantic_errors(
             )
 
 
+def _bounded(value: Any, loc: tuple[int | str, ...], errors: list[FieldError]) -> Any:
+    """`value` with every map and list cut to MAX_COLLECTION_ENTRIES, one error per cut."""
+    if not isinstance(value, dict | list):
+        return value
+    if len(value) > MAX_COLLECTION_ENTRIES:
+        errors.append(
+            FieldError(
+                _field_path(loc),
+                f"must have at most {MAX_COLLECTION_ENTRIES} entries, has {len(value)} "
+                f"(only the first {MAX_COLLECTION_ENTRIES} were checked)",
+                "FieldValueTooMany",
+            )
+        )
+    if isinstance(value, dict):
+        entries = islice(value.items(), MAX_COLLECTION_ENTRIES)
+        return {key: _bounded(item, (*loc, key), errors) for key, item in entries}
+    entries = islice(enumerate(value), MAX_COLLECTION_ENTRIES)
+    return [_bounded(item, (*loc, i), errors) for i, item in entries]
+
+
+def _name_errors(obj: Mapping[str, Any]) -> list[FieldError]:
+    """CONTRACT section 11: the name must fit every managed object's name and label value."""
+    name = k8s_validation.as_dict(obj.get("metadata")).get("name")
+    if not isinstance(name, str) or not name:
+        return []  # generateName: the API server sets the name before validation
+    return [
+        FieldError(
+            "metadata.name",
+            f"invalid runtime name {shown(name)}: {problem}; the operator names the runtime's "
+            f"Service and other objects after it and puts it in their {constants.LABEL_INSTANCE} "
+            "label",
+        )
+        for problem in k8s_validation.dns_1035_label_problems(name)
+    ]
+
+
 def _errors(obj: Mapping[str, Any]) -> tuple[list[FieldError], TrussiumRuntimeSpec | None]:
+    errors = _name_errors(obj)
+    if "spec" in obj:
+        obj = {**obj, "spec": _bounded(obj["spec"], (), errors)}
     defaulted = apply_defaults(obj).object
-    model, errors = _spec_model(defaulted)
-    spec = k8s_validation.as_dict(defaulted.get("spec"))
+    model, schema = _spec_model(defaulted)
     reported = {e.path for e in errors}
+    errors += [e for e in schema if e.path not in reported]
+    reported |= {e.path for e in schema}
+    spec = k8s_validation.as_dict(defaulted.get("spec"))
     errors += [e for e in _semantic_errors(spec, model) if e.path not in reported]
     return errors, model
 
 
 def _warnings(
     obj: Mapping[str, Any], model: TrussiumRuntimeSpec, existing_secrets: frozenset[str] | None
-) -> Iterator[str]:
+) -> Iterator[FieldError]:
     if model.image.tag == MUTABLE_TAG and model.image.digest is None:
-        yield (
-            f"spec.image.tag: the mutable tag {MUTABLE_TAG!r} makes rollouts unreproducible; "
-            "pin a version tag or a digest"
+        yield FieldError(
+            "spec.image.tag",
+            f"the mutable tag {MUTABLE_TAG!r} makes rollouts unreproducible; "
+            "pin a version tag or a digest",
         )
     raw_replicas = k8s_validation.as_dict(obj.get("spec")).get("replicas")
     default_replicas = TrussiumRuntimeSpec.model_fields["replicas"].default
@@ -301,16 +369,17 @@ def _warnings(
         and model.autoscaling.enabled
         and raw_replicas not in (None, default_replicas)
     ):
-        yield (
-            "spec.replicas: ignored while spec.autoscaling.enabled is true; the autoscaler owns "
-            "the replica count"
+        yield FieldError(
+            "spec.replicas",
+            "ignored while spec.autoscaling.enabled is true; the autoscaler owns the replica count",
         )
     if existing_secrets is not None:
-        for name in referenced_secret_names(model):
+        for name, path in referenced_secret_paths(model).items():
             if name not in existing_secrets:
-                yield (
-                    f"Secret {name!r} does not exist in this namespace yet; the runtime is not "
-                    "deployed until it does"
+                yield FieldError(
+                    path,
+                    f"Secret {shown(name)} does not exist in this namespace yet; the runtime is "
+                    "not deployed until it does",
                 )
 
 
@@ -323,13 +392,18 @@ def validate_runtime(
     path and message is demoted to a warning.
     """
     if not isinstance(obj, Mapping):
-        return ValidationResult(schema_errors(obj), ())
+        return ValidationResult(schema_errors(obj))
+    problem = json_problem(obj)
+    if problem is not None:
+        return ValidationResult((FieldError(problem.path, problem.message),))
     errors, model = _errors(obj)
     warnings = list(_warnings(obj, model, existing_secrets)) if model else []
-    if isinstance(old, Mapping):
+    if isinstance(old, Mapping) and json_problem(old) is None:
         preexisting = {(e.path, e.message) for e in _errors(old)[0]}
         warnings += [
-            f"{e.path}: {e.message} (already present before this update, so not blocking it)"
+            FieldError(
+                e.path, f"{e.message} (already present before this update, so not blocking it)"
+            )
             for e in errors
             if (e.path, e.message) in preexisting
         ]

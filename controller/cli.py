@@ -1,8 +1,10 @@
-"""`trussium-controller run` and `trussium-controller render -f FILE`.
+"""`trussium-controller run` and `trussium-controller render -f PATH`.
 
 Every `run` flag also reads `TRUSSIUM_<FLAG_IN_UPPER_SNAKE>` from the
 environment (ADR 0001), so the chart can configure it either way; an
-explicit flag wins.
+explicit flag wins, and `run --help` lists the variables. A configuration
+the controller cannot start with (bad flags or variables, an unusable
+kubeconfig) is one line on stderr and exit code 2, never a traceback.
 """
 
 import argparse
@@ -13,32 +15,42 @@ import signal
 import socket
 import sys
 from collections.abc import Sequence
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+from typing import cast
 
+from prometheus_client import disable_created_metrics
+
+from cmdline.options import (
+    LOG_FORMATS,
+    LOG_LEVELS,
+    ArgumentParser,
+    ConfigurationError,
+    Subcommands,
+    add_version,
+    env,
+    env_bool,
+    fail,
+    list_environment,
+    package_version,
+)
 from common import constants as c
-from common.logs import configure_json_logging
+from common.logs import configure_logging
+from common.managed_fields import GO_OPERATOR_MANAGER
+from controller.exclusion import GO_OPERATOR_LEASE, LeaseRef
 from controller.kube import connect
 from controller.leader import Timing
 from controller.manager import Manager, Options
 from controller.render_cmd import add_render_arguments, run_render
 
 log = logging.getLogger("controller")
+PROGRAM = "trussium-controller"
 IN_CLUSTER_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 
 
 def user_agent(identity: str) -> str:
     """Distinct, so audit logs and apiserver_request_total can single out the controller;
     the identity (the pod's name) tells the audit log which replica wrote."""
-    try:
-        release = version("trussium-operator")
-    except PackageNotFoundError:
-        release = "unknown"
-    return f"{c.FIELD_MANAGER}/{release} ({identity})"
-
-
-def _env(flag: str) -> str:
-    return "TRUSSIUM_" + flag.removeprefix("--").replace("-", "_").upper()
+    return f"{c.FIELD_MANAGER}/{package_version()} ({identity})"
 
 
 def _default_namespace() -> str:
@@ -49,19 +61,10 @@ def _default_namespace() -> str:
     return "default"
 
 
-def _bool(text: str) -> bool:
-    if text.lower() in ("1", "true", "yes", "on"):
-        return True
-    if text.lower() in ("0", "false", "no", "off"):
-        return False
-    raise argparse.ArgumentTypeError(f"not a boolean: {text!r}")
-
-
 def _run_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     run = sub.add_parser(
         "run",
         help="reconcile TrussiumRuntimes until stopped",
-        epilog="Each flag can also be set as TRUSSIUM_<FLAG> (e.g. TRUSSIUM_WATCH_NAMESPACE).",
     )
     flags: list[tuple[str, dict[str, object]]] = [
         ("--kubeconfig", {"default": None, "help": "else in-cluster, else KUBECONFIG"}),
@@ -74,26 +77,54 @@ def _run_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> N
         ("--retry-period", {"type": float, "default": 2.0}),
         ("--metrics-bind-address", {"default": "0.0.0.0:8080", "help": '"0" disables'}),
         ("--health-probe-bind-address", {"default": "0.0.0.0:8081", "help": '"0" disables'}),
-        ("--log-level", {"default": "info", "choices": ["debug", "info", "warning", "error"]}),
+        ("--log-level", {"default": "info", "choices": LOG_LEVELS}),
+        ("--log-format", {"default": "json", "choices": LOG_FORMATS, "help": "json or text"}),
         ("--identity", {"default": None, "help": "default: POD_NAME, else the host name"}),
+        (
+            "--legacy-field-managers",
+            {
+                "default": GO_OPERATOR_MANAGER,
+                "help": "comma-separated field managers whose Update-owned fields are taken "
+                "over, so fields no longer rendered get pruned (default: the Go operator's)",
+            },
+        ),
+        (
+            "--go-operator-lease-name",
+            {"default": GO_OPERATOR_LEASE.name, "help": "the Go operator's leader Lease"},
+        ),
+        (
+            "--go-operator-lease-namespace",
+            {
+                "default": GO_OPERATOR_LEASE.namespace,
+                "help": "where the Go operator runs (its Helm release namespace, if so installed)",
+            },
+        ),
     ]
     for flag, options in flags:
-        env = os.environ.get(_env(flag))
-        if env is not None:
-            options = options | {"default": env}
+        value = env(flag)
+        if value is not None:
+            options = options | {"default": value}
         run.add_argument(flag, **options)  # type: ignore[arg-type]
-    elect = os.environ.get(_env("--leader-elect"))
     run.add_argument(
         "--leader-elect",
         action=argparse.BooleanOptionalAction,
-        default=_bool(elect) if elect is not None else True,
+        default=env_bool("--leader-elect", True),
         help="only the Lease holder reconciles (default: on)",
     )
+    run.add_argument(
+        "--go-operator-exclusion",
+        action=argparse.BooleanOptionalAction,
+        default=env_bool("--go-operator-exclusion", True),
+        help="do not reconcile while the Go operator's leader Lease is held (default: on)",
+    )
+    list_environment(run)
 
 
 def parser() -> argparse.ArgumentParser:
-    root = argparse.ArgumentParser(prog="trussium-controller")
-    sub = root.add_subparsers(dest="command", required=True)
+    root = ArgumentParser(prog=PROGRAM)
+    add_version(root)
+    # Subcommands are of the root's class, so their usage errors are one line too.
+    sub = cast(Subcommands, root.add_subparsers(dest="command", required=True))
     _run_parser(sub)
     add_render_arguments(
         sub.add_parser("render", help="print the objects a TrussiumRuntime manifest yields")
@@ -108,9 +139,9 @@ def options_from(args: argparse.Namespace) -> Options:
         retry_period=float(args.retry_period),
     )
     if not 0 < timing.retry_period < timing.renew_deadline < timing.lease_duration:
-        raise SystemExit("need 0 < --retry-period < --renew-deadline < --lease-duration")
+        raise ConfigurationError("need 0 < --retry-period < --renew-deadline < --lease-duration")
     if int(args.workers) < 1:
-        raise SystemExit("--workers must be at least 1")
+        raise ConfigurationError("--workers must be at least 1")
     return Options(
         watch_namespace=args.watch_namespace or None,
         workers=int(args.workers),
@@ -121,12 +152,24 @@ def options_from(args: argparse.Namespace) -> Options:
         metrics_address=args.metrics_bind_address,
         health_address=args.health_probe_bind_address,
         identity=args.identity or os.environ.get("POD_NAME") or socket.gethostname(),
+        legacy_field_managers=frozenset(
+            name.strip() for name in str(args.legacy_field_managers).split(",") if name.strip()
+        ),
+        exclusion_lease=(
+            LeaseRef(args.go_operator_lease_namespace, args.go_operator_lease_name)
+            if args.go_operator_exclusion
+            else None
+        ),
     )
 
 
 async def run(args: argparse.Namespace) -> int:
     options = options_from(args)
-    kube = await connect(args.kubeconfig, user_agent(options.identity))
+    try:
+        kube = await connect(args.kubeconfig, user_agent(options.identity))
+    except Exception as error:  # the client raises assorted types (even TypeError) on bad files
+        where = f"--kubeconfig {args.kubeconfig}" if args.kubeconfig else "the kubeconfig"
+        raise ConfigurationError(f"cannot use {where}: {error}") from None
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -138,6 +181,8 @@ async def run(args: argparse.Namespace) -> int:
                 "identity": options.identity,
                 "watchNamespace": options.watch_namespace or "",
                 "leaderElect": options.leader_elect,
+                "legacyFieldManagers": sorted(options.legacy_field_managers),
+                "goOperatorLease": str(options.exclusion_lease or ""),
             }
         },
     )
@@ -148,16 +193,27 @@ async def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parser().parse_args(argv)
-    if args.command == "render":
-        try:
-            return run_render(args.filename, sys.stdout, sys.stderr, sys.stdin)
-        except BrokenPipeError:
-            # The reader (`| head`) stopped early: not an error, and no traceback at exit.
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            return 0
-    configure_json_logging(args.log_level)
-    return asyncio.run(run(args))
+    try:
+        args = parser().parse_args(argv)
+        if args.command == "render":
+            return _render(args)
+        configure_logging(args.log_level, args.log_format)
+        # Series as controller-runtime exposes them: no `_created` companion per counter.
+        disable_created_metrics()  # type: ignore[no-untyped-call]
+        if args.kubeconfig and not Path(args.kubeconfig).is_file():
+            raise ConfigurationError(f"--kubeconfig {args.kubeconfig}: no such file")
+        return asyncio.run(run(args))
+    except ConfigurationError as error:
+        return fail(PROGRAM, error)
+
+
+def _render(args: argparse.Namespace) -> int:
+    try:
+        return run_render(args.filename, args.output, sys.stdout, sys.stderr, sys.stdin)
+    except BrokenPipeError:
+        # The reader (`| head`) stopped early: not an error, and no traceback at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

@@ -5,8 +5,9 @@ field the operator never sets (a sidecar container, a volume, an extra env
 var, a pod securityContext field) stays, owned by whoever added it. The
 operator's contract is the whole pod template, so after each apply the
 managedFields tell exactly which template fields belong to other managers
-and not to us; those are removed with a JSON patch guarded by the
-resourceVersion. Server defaults are owned by nobody and stay. The
+and not to us; those are removed with a JSON patch in which a `test` op on
+each value precedes its removal, so a concurrent change fails the patch
+instead of losing something unseen. Server defaults are owned by nobody and stay. The
 `kubectl.kubernetes.io/restartedAt` annotation is the one foreign field
 kept, so `kubectl rollout restart` keeps working. See ADR 0002.
 

@@ -49,7 +49,7 @@ class Informer:
     ) -> None:
         self.kube = kube
         self.resource = resource
-        self.store = store or Store()
+        self.store = store if store is not None else Store()  # an empty Store is falsy
         # Set by the first complete list, and kept: the cache exists from then on.
         self.synced = asyncio.Event()
         # Listed, and watching with no failure since.

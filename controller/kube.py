@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 import aiohttp
 from aiohttp.http_exceptions import HttpProcessingError
@@ -18,6 +19,7 @@ from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from common import constants as c
+from controller import metrics
 
 JSON = "application/json"
 APPLY_PATCH = "application/apply-patch+yaml"
@@ -152,17 +154,23 @@ class Kube:
         accept: str = JSON,
         read_timeout: aiohttp.ClientTimeout | None = None,
     ) -> aiohttp.ClientResponse:
-        response: aiohttp.ClientResponse = await self.api.call_api(
-            path,
-            method,
-            query_params=sorted((query or {}).items()),
-            header_params={"Content-Type": content_type, "Accept": accept},
-            body=body,
-            auth_settings=["BearerToken"],
-            _preload_content=False,
-            _request_timeout=read_timeout or aiohttp.ClientTimeout(total=60),
-        )
-        return response
+        code = "<error>"
+        try:
+            response: aiohttp.ClientResponse = await self.api.call_api(
+                path,
+                method,
+                query_params=sorted((query or {}).items()),
+                header_params={"Content-Type": content_type, "Accept": accept},
+                body=body,
+                auth_settings=["BearerToken"],
+                _preload_content=False,
+                _request_timeout=read_timeout or aiohttp.ClientTimeout(total=60),
+            )
+            code = str(response.status)
+            return response
+        finally:
+            host = urlsplit(self.api.configuration.host).netloc
+            metrics.REST_CLIENT_REQUESTS.labels(code, method, host).inc()
 
     async def request(
         self,

@@ -18,6 +18,7 @@ from prometheus_client import REGISTRY
 from common import constants as c
 from controller import metrics
 from controller.cache import Change, Store, identity_only
+from controller.exclusion import GO_OPERATOR_LEASE, ForeignLeaseGate, LeaseRef
 from controller.health import metrics_app, probes_app, serve
 from controller.informer import Informer
 from controller.kube import (
@@ -31,10 +32,17 @@ from controller.kube import (
     Resource,
     describe,
 )
-from controller.leader import LeaderElector, Timing
+from controller.leader import RELEASE_SECONDS, LeaderElector, Timing
 from controller.mapping import owner_of, runtime_change, runtimes_referencing_secret
-from controller.reconciler import Caches, ConflictError, ReconcileError, Reconciler
+from controller.reconciler import (
+    LEGACY_FIELD_MANAGERS,
+    Caches,
+    ConflictError,
+    ReconcileError,
+    Reconciler,
+)
 from controller.recorder import Recorder
+from controller.takeover import managers_kept
 from controller.workqueue import WorkQueue
 
 log = logging.getLogger("controller.manager")
@@ -44,6 +52,8 @@ log = logging.getLogger("controller.manager")
 # terminationGracePeriodSeconds, so the process is never killed holding the Lease.
 DRAIN_SECONDS = 30.0
 CANCEL_SECONDS = 5.0
+# The whole budget: the chart's grace period must exceed it (tests/integration).
+SHUTDOWN_GRACE_SECONDS = DRAIN_SECONDS + CANCEL_SECONDS + RELEASE_SECONDS
 
 
 @dataclass(frozen=True)
@@ -57,6 +67,10 @@ class Options:
     metrics_address: str = "0.0.0.0:8080"
     health_address: str = "0.0.0.0:8081"
     identity: str = "trussium-operator"
+    # Field managers whose Update entries are moved to ours (ADR 0008).
+    legacy_field_managers: frozenset[str] = LEGACY_FIELD_MANAGERS
+    # Reconcile only while this Lease (the Go operator's) is not held; None: never wait.
+    exclusion_lease: LeaseRef | None = GO_OPERATOR_LEASE
 
 
 class Manager:
@@ -64,11 +78,21 @@ class Manager:
         self.kube = kube
         self.options = options
         self.queue = WorkQueue(metrics.QUEUE)
+        metrics.init_controller(options.workers, lambda: self.queue.in_flight)
         self.informers = self.watches()
         self.runtimes = self.informers[0]
         owned = {i.resource.kind: i.store for i in self.informers[1:-1]}
         caches = Caches(runtimes=self.runtimes.store, owned=owned, secrets=self.informers[-1])
-        self.reconciler = Reconciler(kube, caches, Recorder(kube, options.identity))
+        self.reconciler = Reconciler(
+            kube, caches, Recorder(kube, options.identity), options.legacy_field_managers
+        )
+        self.gate = (
+            ForeignLeaseGate(
+                kube, options.exclusion_lease, options.identity, options.timing.retry_period
+            )
+            if options.exclusion_lease
+            else None
+        )
         self.elector = (
             LeaderElector(
                 kube,
@@ -85,7 +109,10 @@ class Manager:
         """What triggers a reconcile: runtimes first, owned kinds, Secrets last."""
         return [
             self._watch(RUNTIMES, runtime_change),
-            *(self._watch(r, owner_of, c.MANAGED_SELECTOR) for r in OWNED.values()),
+            *(
+                self._watch(r, owner_of, c.MANAGED_SELECTOR, store=Store(managers_kept))
+                for r in OWNED.values()
+            ),
             self._watch(SECRETS, self._referencing_runtimes, metadata_only=True),
         ]
 
@@ -96,6 +123,7 @@ class Manager:
         selector: str | None = None,
         *,
         metadata_only: bool = False,
+        store: Store | None = None,
     ) -> Informer:
         def enqueue(change: Change) -> None:
             for key in map_to(change):
@@ -108,6 +136,7 @@ class Manager:
                 enqueue,
                 namespace=self.options.watch_namespace,
                 label_selector=selector,
+                store=store,
             )
         return Informer(
             self.kube,
@@ -122,8 +151,10 @@ class Manager:
         return runtimes_referencing_secret(change, self.runtimes.store.values())
 
     def ready(self) -> bool:
-        """Every informer listed and watching: a broken one turns /readyz red until it relisted."""
-        return all(i.fresh for i in self.informers)
+        """Every informer listed and watching (a broken one turns /readyz red until it is
+        up to date again), and not waiting for the Go operator's Lease to expire."""
+        fresh = all(i.fresh for i in self.informers)
+        return fresh and (self.gate is None or self.gate.is_open())
 
     def _ready_statuses(self) -> Iterator[str]:
         for runtime in self.runtimes.store.values():
@@ -139,6 +170,8 @@ class Manager:
             await serve(metrics_app(), self.options.metrics_address),
         ]
         informer_tasks = [asyncio.create_task(i.run()) for i in self.informers]
+        if self.gate:
+            informer_tasks.append(asyncio.create_task(self.gate.run()))
         try:
             return await self._lead_and_work(stop)
         finally:
@@ -158,7 +191,7 @@ class Manager:
             return 0
         for runtime in self.runtimes.store.values():
             self.queue.add(f"{runtime['metadata']['namespace']}/{runtime['metadata']['name']}")
-        workers = [asyncio.create_task(self._work()) for _ in range(self.options.workers)]
+        workers = [asyncio.create_task(self._work(stop)) for _ in range(self.options.workers)]
         holding = asyncio.create_task(self.elector.hold() if self.elector else _forever())
         stopping = asyncio.create_task(stop.wait())
         await asyncio.wait([holding, stopping], return_when=asyncio.FIRST_COMPLETED)
@@ -197,14 +230,24 @@ class Manager:
     async def _all_synced(self) -> None:
         await asyncio.gather(*(i.synced.wait() for i in self.informers))
 
-    async def _work(self) -> None:
-        """Reconcile keys until the queue shuts down."""
-        while (key := await self.queue.get()) is not None:
+    async def _work(self, stop: asyncio.Event) -> None:
+        """Reconcile keys until the queue shuts down (or `stop` comes while the Go
+        operator holds its Lease)."""
+        while True:
+            gate = self.gate
+            if gate and not gate.is_open() and not await _until(stop, gate.wait_open()):
+                return  # stopped while the Go operator held its lease
+            if (key := await self.queue.get()) is None:
+                return
             if self.elector and not self.elector.valid():
                 # Not safe to write now; the renew loop either renews in time or reports
                 # the loss (and the workers are cancelled). Keep the key for later.
                 self.queue.done(key)
                 self.queue.add_after(key, self.options.timing.retry_period)
+                continue
+            if gate and not gate.is_open():
+                self.queue.done(key)
+                self.queue.add(key)  # the Go operator came back meanwhile: hold it
                 continue
             started = time.monotonic()
             result = "success"

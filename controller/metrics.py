@@ -1,4 +1,6 @@
-"""Prometheus metrics under the names dashboards already chart for controller-runtime."""
+"""Prometheus metrics under the names dashboards already chart for controller-runtime
+and client-go (work queue, REST client, leader election), in the process-wide
+registry, which also carries the process and Python metrics."""
 
 from collections.abc import Callable, Iterable, Iterator
 
@@ -43,11 +45,55 @@ WORKQUEUE_WORK_DURATION = Histogram(
     ["name"],
     buckets=_QUEUE_BUCKETS,
 )
+WORKQUEUE_UNFINISHED_WORK = Gauge(
+    "workqueue_unfinished_work_seconds",
+    "How many seconds of work has been done that is in progress and hasn't been observed "
+    "by work_duration. Large values indicate stuck threads.",
+    ["name"],
+)
+WORKQUEUE_LONGEST_RUNNING = Gauge(
+    "workqueue_longest_running_processor_seconds",
+    "How many seconds has the longest running processor for the work queue been running.",
+    ["name"],
+)
+ACTIVE_WORKERS = Gauge(
+    "controller_runtime_active_workers",
+    "Number of currently used workers per controller.",
+    ["controller"],
+)
+MAX_CONCURRENT_RECONCILES = Gauge(
+    "controller_runtime_max_concurrent_reconciles",
+    "Maximum number of concurrent reconciles per controller.",
+    ["controller"],
+)
+REST_CLIENT_REQUESTS = Counter(
+    "rest_client_requests_total",
+    "Number of HTTP requests to the API server, partitioned by status code, method, and host "
+    '("<error>" when no answer came).',
+    ["code", "method", "host"],
+)
 LEADER = Gauge(
     "leader_election_master_status",
     "1 while this process holds the leader lease, else 0.",
     ["name"],
 )
+FOREIGN_LEASE_HELD = Gauge(
+    "trussium_foreign_lease_held",
+    "1 while reconciling waits for another operator's leader Lease (the Go operator's) "
+    "to expire or be released, else 0.",
+    ["lease"],
+)
+
+
+def init_controller(workers: int, active_workers: Callable[[], int]) -> None:
+    """What controller-runtime sets up when a controller starts: every series exists
+    from the first scrape (rates and ratios need no "absent" special case)."""
+    for result in ("success", "error", "requeue"):
+        RECONCILE_TOTAL.labels(CONTROLLER, result)
+    RECONCILE_ERRORS.labels(CONTROLLER)
+    WORKQUEUE_RETRIES.labels(QUEUE)
+    MAX_CONCURRENT_RECONCILES.labels(CONTROLLER).set(workers)
+    ACTIVE_WORKERS.labels(CONTROLLER).set_function(active_workers)
 
 
 class RuntimesByReady(Collector):

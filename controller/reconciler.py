@@ -1,4 +1,4 @@
-"""Reconcile one TrussiumRuntime: CONTRACT.md section 5, step by step.
+"""Reconcile one TrussiumRuntime: docs/contract.md section 5, step by step.
 
 Every decision (what to apply, what to delete, the status, the Events) is
 made by `common/`; this sequences the I/O around those decisions. It
@@ -12,24 +12,26 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-import pydantic
-
 from common import constants as c
 from common.api import TrussiumRuntime
 from common.defaulting import apply_defaults
 from common.events import decide_events
 from common.images import render_image
+from common.managed_fields import GO_OPERATOR_MANAGER
 from common.references import referenced_secret_names
 from common.render import ObjectRef, disabled_optional_objects, render_managed_objects
-from common.status import Outcome, compute_status, status_differs
+from common.status import Outcome, compute_status, invalid_spec_status, status_differs
+from common.validation import validate_runtime
 from controller.applied import AppliedObjects
 from controller.cache import Obj, Store
 from controller.drift import POD_TEMPLATE, foreign_removals, service_ports_restoration
 from controller.informer import Informer
 from controller.kube import APPLY_PATCH, JSON_PATCH, OWNED, RUNTIMES, ApiError, Kube
 from controller.recorder import Recorder
+from controller.takeover import StaleObjectError, needs_takeover, take_over_fields
 
 log = logging.getLogger("controller.reconciler")
+LEGACY_FIELD_MANAGERS = frozenset({GO_OPERATOR_MANAGER})
 
 
 class ConflictError(Exception):
@@ -48,10 +50,17 @@ class Caches:
 
 
 class Reconciler:
-    def __init__(self, kube: Kube, caches: Caches, recorder: Recorder) -> None:
+    def __init__(
+        self,
+        kube: Kube,
+        caches: Caches,
+        recorder: Recorder,
+        legacy_managers: frozenset[str] = LEGACY_FIELD_MANAGERS,
+    ) -> None:
         self.kube = kube
         self.caches = caches
         self.recorder = recorder
+        self.legacy_managers = legacy_managers
         self.applied = AppliedObjects()
 
     async def reconcile(self, key: str) -> None:
@@ -63,15 +72,23 @@ class Reconciler:
             return
         if obj["metadata"].get("deletionTimestamp"):
             return
-        try:
-            runtime = TrussiumRuntime.model_validate(apply_defaults(obj).object)
-        except pydantic.ValidationError as error:
-            # Admission and the CRD schema keep this out; if it gets in, only a spec edit helps.
-            log.error(
-                "invalid TrussiumRuntime, not reconciled",
-                extra={"fields": fields | {"errors": error.error_count()}},
+        verdict = validate_runtime(obj)
+        if verdict.errors:
+            # Admitted by an older or looser CRD, or while the webhook was bypassed: report
+            # it and leave the managed objects exactly as they are until the spec is fixed.
+            deployment, service = self._observed(namespace, name)
+            now = datetime.now(UTC)
+            status = invalid_spec_status(
+                obj, verdict.errors, deployment=deployment, service=service, now=_stamp(now)
             )
+            if status_differs(obj.get("status"), status):
+                log.warning(
+                    "invalid TrussiumRuntime, not reconciled until its spec is fixed",
+                    extra={"fields": fields | {"paths": [e.path for e in verdict.errors]}},
+                )
+            await self._publish(obj, status, now)
             return
+        runtime = TrussiumRuntime.model_validate(apply_defaults(obj).object)
         outcome = self._check_secrets(runtime)
         if outcome.missing_secrets or outcome.reference_check_error:
             await self._report(obj, runtime, outcome, *self._observed(namespace, name))
@@ -139,7 +156,12 @@ class Reconciler:
         for rendered in render_managed_objects(runtime, live_deployment):
             kind = rendered["kind"]
             live = self.caches.owned[kind].get(namespace, name)
-            if self.applied.unchanged(rendered, live):
+            if needs_takeover(live, self.legacy_managers):
+                # Apply after the takeover even if nothing else changed: it is what prunes.
+                # An autoscaled Deployment's apply stays guarded by the cached version (its
+                # replica count came from there), so it fails once and retries fresh.
+                await self._take_over(kind, namespace, name)
+            elif self.applied.unchanged(rendered, live):
                 continue
             try:
                 answer = await self._apply(runtime, rendered, live)
@@ -167,6 +189,14 @@ class Reconciler:
         for ref in disabled_optional_objects(runtime):
             await self._delete_if_ours(runtime, ref)
         return observed["Deployment"], observed["Service"]
+
+    async def _take_over(self, kind: str, namespace: str, name: str) -> None:
+        try:
+            await take_over_fields(
+                self.kube, kind, namespace, name, self.legacy_managers, c.FIELD_MANAGER
+            )
+        except StaleObjectError as error:
+            raise ConflictError(str(error)) from error
 
     async def _apply(self, runtime: TrussiumRuntime, rendered: Obj, live: Obj | None) -> Obj:
         body = rendered
@@ -240,15 +270,18 @@ class Reconciler:
         changed. In this order, with idempotent event names, a crash in between
         neither loses nor duplicates an event (see controller/recorder.py)."""
         now = datetime.now(UTC)
-        old = obj.get("status")
         new = compute_status(
-            runtime,
-            deployment=deployment,
-            service=service,
-            outcome=outcome,
-            now=now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            runtime, deployment=deployment, service=service, outcome=outcome, now=_stamp(now)
         )
-        failure = outcome.reference_check_error or outcome.reconcile_error
+        await self._publish(
+            obj, new, now, failure=outcome.reference_check_error or outcome.reconcile_error
+        )
+
+    async def _publish(
+        self, obj: Obj, new: dict[str, Any], now: datetime, failure: str | None = None
+    ) -> None:
+        """The events `new` calls for, then `new` itself if it differs from the stored status."""
+        old = obj.get("status")
         changed = status_differs(old, new)
         if not changed and failure is None:
             return
@@ -256,12 +289,13 @@ class Reconciler:
             await self.recorder.record(obj, decision, now)
         if changed:
             await self._write_status(obj, new)
+        meta = obj["metadata"]
         log.info(
             "status updated",
             extra={
                 "fields": {
-                    "namespace": runtime.metadata.namespace,
-                    "name": runtime.metadata.name,
+                    "namespace": meta["namespace"],
+                    "name": meta["name"],
                     "ready": _condition(new, c.ConditionType.READY),
                 }
             },
@@ -289,6 +323,10 @@ class Reconciler:
         # The watch brings the same object later; storing it now keeps a quick
         # follow-up reconcile from writing on top of a stale version.
         self.caches.runtimes.upsert(answer)
+
+
+def _stamp(now: datetime) -> str:
+    return now.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _controlled_by(obj: Obj, uid: str) -> bool:

@@ -1,11 +1,13 @@
 """Posting events.k8s.io/v1 Events about a TrussiumRuntime.
 
-What to say is decided in common.events; this only addresses and posts it.
-Events are posted before the status write they announce, under names that
-make a repeat a 409, so a post that fails because the API server or etcd
-is unavailable (5xx, 429, no answer) fails the reconcile and is retried.
-Other refusals are logged and the Event dropped, as client-go's recorder
-does: one bad Event must not block the runtime for ever.
+What to say is decided in common.events; this names, addresses and posts it.
+The reconciler posts a transition's Events before it writes the status, under
+names derived from what they react to (`event_name`), so posting one again
+after a crash gets 409, taken as done. A post that fails because the API
+server or etcd is unavailable (5xx, 429, or no answer at all) fails the
+reconcile before its status write, and the retry posts the same names again.
+Other refusals are logged and that Event dropped, as client-go's recorder
+does: one bad Event must not hold the runtime up for ever.
 """
 
 import hashlib

@@ -76,6 +76,8 @@ class WorkQueue:
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._waiters: deque[asyncio.Future[None]] = deque()
         self._shutting_down = False
+        metrics.WORKQUEUE_UNFINISHED_WORK.labels(name).set_function(self.unfinished_work_seconds)
+        metrics.WORKQUEUE_LONGEST_RUNNING.labels(name).set_function(self.longest_running_seconds)
 
     def __len__(self) -> int:
         return len(self._queue)
@@ -83,6 +85,15 @@ class WorkQueue:
     @property
     def in_flight(self) -> int:
         return len(self._processing)
+
+    def unfinished_work_seconds(self) -> float:
+        """Seconds spent so far on the keys being processed (read at scrape time)."""
+        now = self._clock()
+        return sum(now - started for started in self._started_at.values())
+
+    def longest_running_seconds(self) -> float:
+        now = self._clock()
+        return max((now - started for started in self._started_at.values()), default=0.0)
 
     def add(self, key: str) -> None:
         if self._shutting_down or key in self._dirty:

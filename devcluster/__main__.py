@@ -1,4 +1,4 @@
-"""`python -m devcluster up --profile api|cluster`: a control plane in the
+"""`python -m devcluster up --profile api|cluster|node`: a control plane in the
 foreground until Ctrl-C, then nothing left behind."""
 
 import argparse
@@ -7,6 +7,7 @@ import time
 
 from devcluster.components import ComponentsError
 from devcluster.controlplane import ControlPlane, Profile, StartupError
+from devcluster.node import NodeError
 
 WATCH_SECONDS = 1.0
 
@@ -16,7 +17,9 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     up = commands.add_parser("up", help="start a local control plane until Ctrl-C")
     up.add_argument("--profile", choices=[p.value for p in Profile], default=Profile.CLUSTER.value)
-    up.add_argument("--nodes", type=int, default=3, help="kwok nodes (cluster profile)")
+    up.add_argument(
+        "--nodes", type=int, default=None, help="kwok nodes (default: 3 in cluster, 0 in node)"
+    )
     up.add_argument(
         "--keep-dir", action="store_true", help="keep certificates, kubeconfig and logs on exit"
     )
@@ -50,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         plane = ControlPlane(args.profile, nodes=args.nodes, keep_dir=args.keep_dir)
         return up(plane)
-    except (ComponentsError, StartupError, ValueError) as error:
+    except (ComponentsError, NodeError, StartupError, ValueError) as error:
         print(f"devcluster: {error}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -5,8 +5,9 @@ import argparse
 import statistics
 import time
 
-from devcluster.components import locate
+from devcluster.components import locate, locate_node
 from devcluster.controlplane import ControlPlane, Profile
+from devcluster.node import unsupported_reason
 
 
 def startup_seconds(profile: Profile) -> float:
@@ -21,6 +22,11 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     locate()  # a first build must not count as startup time
     for profile in Profile:
+        if profile is Profile.NODE:
+            if (reason := unsupported_reason()) is not None:
+                print(f"{profile}: skipped ({reason})")
+                continue
+            locate_node()
         runs = [startup_seconds(profile) for _ in range(args.runs)]
         shown = ", ".join(f"{r:.1f}" for r in runs)
         print(f"{profile}: median {statistics.median(runs):.1f}s over {args.runs} runs ({shown})")

@@ -23,6 +23,19 @@ BINARIES = (
     "helm",
 )
 KWOK_STAGES = "kwok-stages.yaml"  # kwok's default Stage objects, written by build.sh
+NODE_BUILD_SCRIPT = REPO_ROOT / "hack" / "k8s" / "build-node.sh"
+NODE_BINARIES = (
+    "kubelet",
+    "kube-proxy",
+    "containerd",
+    "containerd-shim-runc-v2",
+    "ctr",
+    "runc",
+    "bridge",
+    "host-local",
+    "loopback",
+    "portmap",
+)
 
 
 class ComponentsError(RuntimeError):
@@ -56,16 +69,28 @@ def pinned_versions() -> dict[str, str]:
     return parse_versions(VERSIONS_FILE.read_text())
 
 
+def _build(script: Path, expected: tuple[str, ...]) -> Path:
+    """Run a build script (it prints the bin directory last) and check its output."""
+    # Build progress goes to stderr untouched: a first build takes a long while.
+    result = subprocess.run(["bash", str(script)], stdout=subprocess.PIPE, text=True)
+    lines = result.stdout.strip().splitlines()
+    if result.returncode != 0 or not lines:
+        raise ComponentsError(f"{script} failed (exit {result.returncode}); see its stderr")
+    bin_dir = Path(lines[-1])
+    missing = [name for name in expected if not (bin_dir / name).is_file()]
+    if missing:
+        raise ComponentsError(f"{bin_dir} lacks {', '.join(missing)}")
+    return bin_dir
+
+
 @functools.cache
 def locate() -> Components:
     """Build (first time only, slow) or reuse the binaries; honours TRUSSIUM_K8S_BIN_DIR."""
-    # Build progress goes to stderr untouched: a first build takes a long while.
-    result = subprocess.run(["bash", str(BUILD_SCRIPT)], stdout=subprocess.PIPE, text=True)
-    lines = result.stdout.strip().splitlines()
-    if result.returncode != 0 or not lines:
-        raise ComponentsError(f"{BUILD_SCRIPT} failed (exit {result.returncode}); see its stderr")
-    bin_dir = Path(lines[-1])
-    missing = [name for name in (*BINARIES, KWOK_STAGES) if not (bin_dir / name).is_file()]
-    if missing:
-        raise ComponentsError(f"{bin_dir} lacks {', '.join(missing)}")
+    bin_dir = _build(BUILD_SCRIPT, (*BINARIES, KWOK_STAGES))
     return Components(bin_dir=bin_dir, versions=pinned_versions())
+
+
+@functools.cache
+def locate_node() -> Path:
+    """The node profile's binaries (build-node.sh; honours TRUSSIUM_NODE_BIN_DIR)."""
+    return _build(NODE_BUILD_SCRIPT, NODE_BINARIES)

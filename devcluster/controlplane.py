@@ -2,7 +2,9 @@
 
 Profile `api` is etcd + kube-apiserver (what envtest gives, RBAC on);
 profile `cluster` adds kube-controller-manager, kube-scheduler and kwok with
-fake Nodes, so Deployments roll out and garbage collection works.
+fake Nodes, so Deployments roll out and garbage collection works;
+profile `node` adds one real node (containerd, runc, CNI, kubelet and
+kube-proxy: devcluster/node.py), so containers really run.
 """
 
 import json
@@ -20,10 +22,12 @@ from types import TracebackType
 from typing import Any, Self
 
 from devcluster import components as components_module
-from devcluster import flags, teardown
+from devcluster import flags, nodeconfig, teardown
 from devcluster import kubeconfig as kubeconfigs
+from devcluster import node as node_module
 from devcluster.components import Components
 from devcluster.layout import HOST, Layout, Ports
+from devcluster.node import Node
 from devcluster.pki import Identity, Pki, write_pki
 from devcluster.process import Process, tail
 from devcluster.rest import Rest
@@ -42,6 +46,7 @@ POLL_SECONDS = 0.1
 class Profile(StrEnum):
     API = "api"
     CLUSTER = "cluster"
+    NODE = "node"
 
 
 class StartupError(RuntimeError):
@@ -102,7 +107,7 @@ class ControlPlane:
         profile: Profile | str = Profile.API,
         *,
         components: Components | None = None,
-        nodes: int = 3,
+        nodes: int | None = None,
         timeout: float = 180.0,
         keep_dir: bool = False,
         apiserver_args: Sequence[str] = (),
@@ -112,10 +117,14 @@ class ControlPlane:
         except ValueError:
             choices = ", ".join(p.value for p in Profile)
             raise ValueError(f"unknown profile {profile!r} (choose from {choices})") from None
-        if nodes < 1:
-            raise ValueError("nodes must be at least 1")
+        # kwok nodes: 3 by default in the cluster profile, none beside the real node.
+        nodes = (0 if self.profile is Profile.NODE else 3) if nodes is None else nodes
+        if nodes < (0 if self.profile is Profile.NODE else 1):
+            raise ValueError(f"nodes must be at least 1 in the {self.profile} profile")
         self._components = components
         self._nodes = nodes
+        self._node: Node | None = None
+        self._api_host = HOST
         self._timeout = timeout
         self._keep_dir = keep_dir
         self._apiserver_args = list(apiserver_args)  # extra kube-apiserver flags
@@ -155,7 +164,7 @@ class ControlPlane:
     def server(self) -> str:
         if self._ports is None:
             raise RuntimeError("control plane not started")
-        return f"https://{HOST}:{self._ports.apiserver}"
+        return f"https://{self._api_host}:{self._ports.apiserver}"
 
     @property
     def bin_dir(self) -> Path:
@@ -198,7 +207,7 @@ class ControlPlane:
         status, answer = self._api().request("POST", "/api/v1/namespaces", body)
         if status != 201:
             raise RuntimeError(f"creating namespace {name} failed ({status}): {answer}")
-        if self.profile is Profile.CLUSTER:
+        if self.profile is not Profile.API:
             self._wait_for(
                 f"the default ServiceAccount of namespace {name}",
                 lambda: self._exists(f"/api/v1/namespaces/{name}/serviceaccounts/default"),
@@ -214,6 +223,13 @@ class ControlPlane:
         return "\n".join(
             f"==> {p.log} <==\n{tail(p.log, lines)}\n" for p in self._processes if p.log.exists()
         )
+
+    @property
+    def node(self) -> Node:
+        """The real node (node profile only): its addresses, containerd, image import."""
+        if self._node is None:
+            raise RuntimeError(f"the {self.profile} profile has no real node")
+        return self._node
 
     def exited_component(self) -> Process | None:
         """The first component that is no longer running, if any."""
@@ -301,6 +317,8 @@ class ControlPlane:
         for process in reversed(self._processes):
             process.terminate()
             process.kill(STOP_GRACE_SECONDS)
+        if self._node is not None:
+            self._node.teardown()
         teardown.unregister(self)
         if not self._keep_dir:
             shutil.rmtree(self._layout.root, ignore_errors=True)
@@ -343,7 +361,13 @@ class ControlPlane:
         layout.logs.mkdir()
         layout.tool_home.mkdir()
         layout.audit_policy.write_text(flags.AUDIT_POLICY)
-        pki = self._pki = write_pki(layout.pki, IDENTITIES, flags.SERVICE_IP)
+        identities, extra_ips = IDENTITIES, list[str]()
+        if self.profile is Profile.NODE:
+            self._node = Node(layout.root / "node", components_module.locate_node(), layout.logs)
+            addresses = self._node.prepare()
+            self._api_host = addresses.host_ip
+            identities, extra_ips = IDENTITIES | node_module.IDENTITIES, [addresses.host_ip]
+        pki = self._pki = write_pki(layout.pki, identities, flags.SERVICE_IP, extra_ips)
         for name, pair in pki.clients.items():
             user = kubeconfigs.certificate_user(pair.cert, pair.key)
             kubeconfigs.write(
@@ -352,9 +376,12 @@ class ControlPlane:
         self._rest = Rest(self.server, str(pki.ca.cert), pki.clients["admin"])
 
         self._spawn("etcd", flags.etcd(bin_dir, layout, ports))
-        self._spawn(
-            "kube-apiserver", flags.apiserver(bin_dir, layout, ports, pki) + self._apiserver_args
-        )
+        apiserver = flags.apiserver(bin_dir, layout, ports, pki) + self._apiserver_args
+        if self._node is not None:
+            apiserver = nodeconfig.apiserver_flags(
+                apiserver, self._node.addresses, pki.clients["apiserver-kubelet-client"]
+            )
+        self._spawn("kube-apiserver", apiserver)
         self._wait_for("kube-apiserver /readyz", lambda: self._api().get("/readyz")[0] == 200)
         if self.profile is Profile.API:
             return
@@ -374,16 +401,29 @@ class ControlPlane:
             "the default ServiceAccount",
             lambda: self._exists("/api/v1/namespaces/default/serviceaccounts/default"),
         )
-        self._wait_for(f"{self._nodes} Ready kwok nodes", lambda: self._nodes_ready(names))
+        if names:
+            self._wait_for(f"{self._nodes} Ready kwok nodes", lambda: self._nodes_ready(names))
+        if self._node is not None:
+            kubeconfigs_by_name = {n: layout.kubeconfig(n) for n in node_module.IDENTITIES}
+            self._node.start(self._spawn, kubeconfigs_by_name, pki.ca.cert)
+            self._wait_for(
+                f"node {nodeconfig.NODE_NAME} Ready",
+                lambda: self._real_node_ready(nodeconfig.NODE_NAME),
+            )
 
-    def _spawn(self, name: str, argv: Sequence[str]) -> None:
+    def _spawn(self, name: str, argv: Sequence[str]) -> Process:
         env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
         process = Process(name, argv, self._started_layout().log(name), env)
         self._processes.append(process)
         process.start()
+        return process
 
     def _exists(self, path: str) -> bool:
         return self._api().get(path)[0] == 200
+
+    def _real_node_ready(self, name: str) -> bool:
+        status, answer = self._api().get(f"/api/v1/nodes/{name}")
+        return status == 200 and node_ready(answer)
 
     def _nodes_ready(self, names: list[str]) -> bool:
         status, answer = self._api().get("/api/v1/nodes?labelSelector=type%3Dkwok")

@@ -65,17 +65,27 @@ def apiserver(bin_dir: Path, layout: Layout, ports: Ports, pki: Pki) -> list[str
     ]
 
 
-def controller_manager(bin_dir: Path, layout: Layout, ports: Ports, pki: Pki) -> list[str]:
-    kubeconfig = layout.kubeconfig("controller-manager")
+def _api_client_component(binary: Path, kubeconfig: Path, port: int, layout: Layout) -> list[str]:
+    """What kube-controller-manager and kube-scheduler share: one identity for the API
+    server and for delegated authn/authz, a secure port on HOST, no leader election."""
     return [
-        str(bin_dir / "kube-controller-manager"),
+        str(binary),
         f"--kubeconfig={kubeconfig}",
         f"--authentication-kubeconfig={kubeconfig}",
         f"--authorization-kubeconfig={kubeconfig}",
         f"--bind-address={HOST}",
-        f"--secure-port={ports.controller_manager}",
+        f"--secure-port={port}",
         f"--cert-dir={layout.pki}",
         "--leader-elect=false",
+    ]
+
+
+def controller_manager(bin_dir: Path, layout: Layout, ports: Ports, pki: Pki) -> list[str]:
+    kubeconfig = layout.kubeconfig("controller-manager")
+    return [
+        *_api_client_component(
+            bin_dir / "kube-controller-manager", kubeconfig, ports.controller_manager, layout
+        ),
         # Every default controller; the cloud ones stay off without a cloud provider.
         "--controllers=*",
         # Each controller acts as its own ServiceAccount, as in a real cluster,
@@ -91,16 +101,7 @@ def controller_manager(bin_dir: Path, layout: Layout, ports: Ports, pki: Pki) ->
 
 def scheduler(bin_dir: Path, layout: Layout, ports: Ports) -> list[str]:
     kubeconfig = layout.kubeconfig("scheduler")
-    return [
-        str(bin_dir / "kube-scheduler"),
-        f"--kubeconfig={kubeconfig}",
-        f"--authentication-kubeconfig={kubeconfig}",
-        f"--authorization-kubeconfig={kubeconfig}",
-        f"--bind-address={HOST}",
-        f"--secure-port={ports.scheduler}",
-        f"--cert-dir={layout.pki}",
-        "--leader-elect=false",
-    ]
+    return _api_client_component(bin_dir / "kube-scheduler", kubeconfig, ports.scheduler, layout)
 
 
 def kwok(bin_dir: Path, layout: Layout, ports: Ports) -> list[str]:

@@ -10,7 +10,6 @@ Used by the demo and by the tests that prove the chart's RBAC.
 
 import json
 import os
-import socket
 import sys
 import time
 import urllib.error
@@ -20,6 +19,7 @@ from pathlib import Path
 from typing import Self
 
 from devcluster.controlplane import ControlPlane
+from devcluster.layout import free_port
 from devcluster.process import Process
 
 REPO = Path(__file__).resolve().parents[1]
@@ -40,13 +40,6 @@ WIRING_TEMPLATES = (
 def _script(name: str) -> str:
     """A console script of this project, from the interpreter's environment."""
     return str(Path(sys.executable).parent / name)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind((HOST, 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def _http_status(url: str) -> int:

@@ -7,6 +7,14 @@ from pathlib import Path
 HOST = "127.0.0.1"
 
 
+def free_port() -> int:
+    """A loopback port free right now, for one extra listener (a webhook, a controller)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((HOST, 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
 @dataclass(frozen=True)
 class Ports:
     etcd_client: int

@@ -4,6 +4,7 @@ service-account signing key. ECDSA P-256 keeps generation instant."""
 
 import datetime
 import ipaddress
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -86,23 +87,25 @@ def _issue(
     return builder.sign(issuer_key, hashes.SHA256())
 
 
+def _key_usage(*, ca: bool) -> x509.KeyUsage:
+    """Signatures for every certificate; signing certificates and CRLs only for the CA."""
+    return x509.KeyUsage(
+        digital_signature=True,
+        content_commitment=False,
+        key_encipherment=False,
+        data_encipherment=False,
+        key_agreement=False,
+        key_cert_sign=ca,
+        crl_sign=ca,
+        encipher_only=False,
+        decipher_only=False,
+    )
+
+
 def _leaf_extensions(usage: x509.ObjectIdentifier) -> list[tuple[x509.ExtensionType, bool]]:
     return [
         (x509.BasicConstraints(ca=False, path_length=None), True),
-        (
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=False,
-                crl_sign=False,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            True,
-        ),
+        (_key_usage(ca=False), True),
         (x509.ExtendedKeyUsage([usage]), False),
     ]
 
@@ -116,8 +119,14 @@ def _write_pair(
     )
 
 
-def write_pki(directory: Path, clients: dict[str, Identity], service_ip: str) -> Pki:
-    """Create every key and certificate under `directory` (files readable by the owner only)."""
+def write_pki(
+    directory: Path,
+    clients: dict[str, Identity],
+    service_ip: str,
+    extra_ips: Sequence[str] = (),
+) -> Pki:
+    """Create every key and certificate under `directory` (files readable by the owner only);
+    the API server's certificate is valid for 127.0.0.1, `service_ip` and `extra_ips`."""
     directory.mkdir(parents=True, exist_ok=True)
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "devcluster-ca")])
@@ -128,26 +137,15 @@ def write_pki(directory: Path, clients: dict[str, Identity], service_ip: str) ->
         ca_key,
         [
             (x509.BasicConstraints(ca=True, path_length=None), True),
-            (
-                x509.KeyUsage(
-                    digital_signature=True,
-                    content_commitment=False,
-                    key_encipherment=False,
-                    data_encipherment=False,
-                    key_agreement=False,
-                    key_cert_sign=True,
-                    crl_sign=True,
-                    encipher_only=False,
-                    decipher_only=False,
-                ),
-                True,
-            ),
+            (_key_usage(ca=True), True),
         ],
     )
 
     serving_key = ec.generate_private_key(ec.SECP256R1())
     sans: list[x509.GeneralName] = [x509.DNSName(name) for name in SERVING_DNS_NAMES]
-    sans += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ("127.0.0.1", service_ip)]
+    sans += [
+        x509.IPAddress(ipaddress.ip_address(ip)) for ip in ("127.0.0.1", service_ip, *extra_ips)
+    ]
     serving_cert = _issue(
         x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kube-apiserver")]),
         serving_key,

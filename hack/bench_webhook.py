@@ -15,7 +15,6 @@ import asyncio
 import json
 import os
 import signal
-import socket
 import ssl
 import statistics
 import subprocess
@@ -30,6 +29,7 @@ import aiohttp
 import yaml
 
 from certs.cli import main_certs
+from devcluster.layout import free_port
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "tests" / "samples" / "valid" / "production.yaml"
@@ -60,14 +60,9 @@ def review_body() -> bytes:
     ).encode()
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-def start_server(cert_dir: Path, port: int, health_port: int, log: Path) -> subprocess.Popen[bytes]:
+def start_server(
+    cert_dir: Path, port: int, health_port: int, log: Path, *flags: str
+) -> subprocess.Popen[bytes]:
     cores = sorted(os.sched_getaffinity(0))
     with log.open("wb") as log_file:
         return subprocess.Popen(
@@ -86,6 +81,7 @@ def start_server(cert_dir: Path, port: int, health_port: int, log: Path) -> subp
                 "--operator-username=bench",
                 "--shutdown-delay=0",
                 "--log-level=warning",
+                *flags,
             ],
             cwd=REPO,
             stdout=log_file,

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from devcluster import ControlPlane, Profile
+from devcluster import ControlPlane, Profile, polling
 from devcluster.hostoperator import HostOperator, install_crds
 
 REPO = Path(__file__).resolve().parents[1]
@@ -56,12 +56,10 @@ class Narrator:
 
 
 def wait_for(check: Callable[[], T | None], what: str, timeout: float = WAIT_SECONDS) -> T:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if result := check():
-            return result
-        time.sleep(0.25)
-    raise DemoStepError(f"timed out after {timeout:.0f}s waiting for {what}")
+    try:
+        return polling.wait_for(check, what, timeout)
+    except polling.WaitTimeoutError as error:
+        raise DemoStepError(str(error)) from error
 
 
 class Demo:

@@ -31,11 +31,13 @@ from common.constants import (
 )
 from common.defaulting import apply_defaults
 from common.guard import review_managed_deployment_update
+from common.json_limits import cut
 from common.references import referenced_secret_names
 from common.validation import validate_runtime
 from webhook.metrics import WebhookMetrics
 
 DEFAULT_MAX_REQUEST_BYTES = 3 * 1024 * 1024
+DEFAULT_BODY_TIMEOUT_SECONDS = 10.0
 # Well inside the API server's 5 s budget: a slow lookup only costs a warning.
 SECRET_LOOKUP_TIMEOUT_SECONDS = 1.0
 INTERNAL_ERROR = "internal error in the trussium webhook; see its logs"
@@ -51,7 +53,8 @@ log = logging.getLogger(__name__)
 class AdmissionSettings:
     operator_username: str
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
-    # Names of the Secrets in a namespace (metadata only); None without an API client.
+    body_timeout: float = DEFAULT_BODY_TIMEOUT_SECONDS
+    # Names of the Secrets in a namespace (metadata only); None: no missing-Secret warning.
     secret_names: SecretNames | None = None
     secret_lookup_timeout: float = SECRET_LOOKUP_TIMEOUT_SECONDS
 
@@ -149,27 +152,47 @@ def create_admission_app(settings: AdmissionSettings, metrics: WebhookMetrics) -
     """The HTTPS application: one POST route per hook."""
     hooks = Hooks(settings)
     app = web.Application(
-        client_max_size=settings.max_request_bytes, middlewares=[_json_errors(settings)]
+        client_max_size=settings.max_request_bytes,
+        middlewares=[metrics.middleware(), _json_errors(settings)],
     )
     for path, decide in (
         (MUTATE_RUNTIME_PATH, hooks.mutate_runtime),
         (VALIDATE_RUNTIME_PATH, hooks.validate_runtime),
         (VALIDATE_DEPLOYMENT_PATH, hooks.validate_managed_deployment),
     ):
-        app.router.add_post(path, _handler(path.lstrip("/"), decide, metrics))
+        app.router.add_post(path, _handler(path.lstrip("/"), decide, settings, metrics))
     return app
 
 
 def _handler(
-    hook: str, decide: Decide, metrics: WebhookMetrics
+    hook: str, decide: Decide, settings: AdmissionSettings, metrics: WebhookMetrics
 ) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
     async def handle(http_request: web.Request) -> web.StreamResponse:
         started = time.perf_counter()
         try:
-            request = admission.decode_review(await http_request.read())
+            async with asyncio.timeout(settings.body_timeout):
+                body = await http_request.read()
+        except TimeoutError:
+            return _dropped(
+                metrics,
+                "body_timeout",
+                408,
+                f"request body not received within {settings.body_timeout:g} seconds",
+            )
+        except web.RequestPayloadError:  # e.g. a gzip header on a body that is not gzip
+            return _dropped(
+                metrics,
+                "unreadable_body",
+                400,
+                "request body cannot be read: invalid Content-Encoding or chunked framing",
+            )
+        except ConnectionError:
+            return _dropped(metrics, "client_gone", 400, "connection closed mid-request")
+        try:
+            request = admission.decode_review(body)
         except AdmissionDecodeError as error:
             metrics.requests.labels(hook, "error").inc()
-            log.info(
+            log.debug(
                 "admission request refused", extra={"fields": {"hook": hook, "error": str(error)}}
             )
             if error.uid is None:
@@ -190,7 +213,6 @@ def _handler(
             verdict = "error"
         duration = time.perf_counter() - started
         metrics.requests.labels(hook, verdict).inc()
-        metrics.duration.labels(hook).observe(duration)
         log.info(
             "admission reviewed",
             extra={
@@ -210,16 +232,25 @@ def _handler(
 
 
 def _fields(hook: str, request: AdmissionRequest) -> dict[str, Any]:
-    """Who and what, never the object's contents."""
+    """Who and what, never the object's contents; each cut to a readable length."""
     return {
         "hook": hook,
-        "uid": request.uid,
-        "kind": str(request.kind),
-        "operation": request.operation,
-        "object": request.display_name,
-        "user": request.username,
+        "uid": cut(request.uid),
+        "kind": cut(request.kind),
+        "operation": cut(request.operation),
+        "object": cut(request.display_name),
+        "user": cut(request.username),
         "dry_run": request.dry_run,
     }
+
+
+def _dropped(metrics: WebhookMetrics, reason: str, status: int, message: str) -> web.Response:
+    """A request whose body never arrived whole: counted, logged at debug, connection closed."""
+    metrics.connections_dropped.labels(reason).inc()
+    log.debug("request dropped", extra={"fields": {"reason": reason}})
+    response = _error_response(status, message)
+    response.force_close()
+    return response
 
 
 def _json_errors(settings: AdmissionSettings) -> Middleware:

@@ -1,8 +1,10 @@
 """`trussium-webhook`: serve admission reviews, validate manifests offline, manage certificates.
 
 Every `serve` flag can also be set through `TRUSSIUM_<FLAG_IN_UPPER_SNAKE>`
-(repeatable flags: comma-separated), so the chart configures it either way.
-Exit codes: 0 success, 1 failure (invalid manifests, server error), 2 usage.
+(repeatable flags: comma-separated), so the chart configures it either way;
+`serve --help` lists the variables.
+Exit codes: 0 success, 1 failure (invalid manifests, server error), 2 usage
+or configuration error (one line on stderr, no traceback).
 """
 
 import argparse
@@ -12,25 +14,31 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import cast
 
 from certs.cli import add_certs_commands
+from cmdline.options import (
+    LOG_FORMATS,
+    LOG_LEVELS,
+    ArgumentParser,
+    ConfigurationError,
+    Subcommands,
+    add_version,
+    env_bool,
+    fail,
+    list_environment,
+)
+from cmdline.options import env as _env
+from cmdline.options import env_list as _env_list
 from common.constants import WEBHOOK_CONFIG_NAME, WEBHOOK_SECRET_NAME, WEBHOOK_SERVICE_NAME
-from common.logs import configure_json_logging
-from webhook.app import DEFAULT_MAX_REQUEST_BYTES
+from common.logs import configure_logging
+from webhook.app import DEFAULT_BODY_TIMEOUT_SECONDS, DEFAULT_MAX_REQUEST_BYTES
+from webhook.connections import DEFAULT_LIMITS, ConnectionLimits
 from webhook.offline import add_validate_command
 
-LOG_LEVELS = ("debug", "info", "warning", "error")
+PROGRAM = "trussium-webhook"
 
 log = logging.getLogger(__name__)
-
-
-def _env(flag: str, default: str | None = None) -> str | None:
-    return os.environ.get("TRUSSIUM_" + flag.upper().replace("-", "_"), default)
-
-
-def _env_list(flag: str, default: Sequence[str] = ()) -> list[str]:
-    value = _env(flag)
-    return [item.strip() for item in value.split(",") if item.strip()] if value else list(default)
 
 
 def _add_serve_command(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -68,41 +76,80 @@ def _add_serve_command(subparsers: "argparse._SubParsersAction[argparse.Argument
     add("--kubeconfig", default=_env("kubeconfig"))
     add("--log-level", choices=LOG_LEVELS, default=_env("log-level", "info"))
     add(
+        "--log-format",
+        choices=LOG_FORMATS,
+        default=_env("log-format", "json"),
+        help="json: one object per line, for log pipelines; text: for a person at a terminal",
+    )
+    add(
         "--max-request-bytes",
         type=int,
-        default=int(_env("max-request-bytes") or DEFAULT_MAX_REQUEST_BYTES),
+        default=_env("max-request-bytes", str(DEFAULT_MAX_REQUEST_BYTES)),
+    )
+    add(
+        "--header-timeout",
+        type=float,
+        default=_env("header-timeout", str(DEFAULT_LIMITS.header_timeout)),
+        help="seconds a connection gets for its TLS handshake and for each complete request "
+        "head; also how long an idle keep-alive connection stays open",
+    )
+    add(
+        "--body-timeout",
+        type=float,
+        default=_env("body-timeout", str(DEFAULT_BODY_TIMEOUT_SECONDS)),
+        help="seconds a request body gets to arrive in full",
+    )
+    add(
+        "--max-connections",
+        type=int,
+        default=_env("max-connections", str(DEFAULT_LIMITS.max_connections)),
+        help="open connections per listener; more are closed on arrival",
+    )
+    add(
+        "--secret-lookup",
+        action=argparse.BooleanOptionalAction,
+        default=env_bool("--secret-lookup", False),
+        help="warn when a runtime references a Secret that does not exist yet (needs RBAC to "
+        "list Secrets in the served namespaces; the controller reports it in status anyway)",
     )
     add(
         "--shutdown-delay",
         type=float,
-        default=float(_env("shutdown-delay") or 5.0),
+        default=_env("shutdown-delay", "5"),
         help="seconds admissions are still answered after SIGTERM, while endpoints update",
     )
     add(
         "--shutdown-timeout",
         type=float,
-        default=float(_env("shutdown-timeout") or 20.0),
+        default=_env("shutdown-timeout", "20"),
         help="seconds in-flight admissions get to finish after SIGTERM",
     )
     serve_parser.set_defaults(handler=_serve)
+    list_environment(serve_parser)
 
 
 def _serve(args: argparse.Namespace) -> int:
     # Imported here so that `validate`, which runs in users' CI, starts without
     # loading the Kubernetes client and the server machinery.
-    from webhook.server import ConfigurationError, ServeOptions, serve, split_address
+    from prometheus_client import disable_created_metrics
 
-    configure_json_logging(args.log_level)
+    from webhook import server
+
+    configure_logging(args.log_level, args.log_format)
+    # Series as controller-runtime exposes them: no `_created` companion per counter.
+    disable_created_metrics()  # type: ignore[no-untyped-call]
     if not args.operator_username:
-        print("trussium-webhook serve: --operator-username is required", file=sys.stderr)
-        return 2
+        return fail(PROGRAM, "--operator-username is required")
     try:
         for address in (args.bind_address, args.health_bind_address):
-            split_address(address)
+            server.split_address(address)
     except ValueError as error:
-        print(f"trussium-webhook serve: {error}", file=sys.stderr)
-        return 2
-    options = ServeOptions(
+        return fail(PROGRAM, error)
+    if args.cert_mode == "files" and args.cert_dir is not None and not args.cert_dir.is_dir():
+        return fail(PROGRAM, f"--cert-dir {args.cert_dir}: not a folder")
+    if args.kubeconfig and not Path(args.kubeconfig).is_file():
+        return fail(PROGRAM, f"--kubeconfig {args.kubeconfig}: no such file")
+    options = server.ServeOptions(
         operator_username=args.operator_username,
         bind_address=args.bind_address,
         health_bind_address=args.health_bind_address,
@@ -118,22 +165,26 @@ def _serve(args: argparse.Namespace) -> int:
         ),
         kubeconfig=args.kubeconfig,
         max_request_bytes=args.max_request_bytes,
+        limits=ConnectionLimits(
+            header_timeout=args.header_timeout, max_connections=args.max_connections
+        ),
+        body_timeout=args.body_timeout,
+        secret_lookup=args.secret_lookup,
         shutdown_delay=args.shutdown_delay,
         shutdown_timeout=args.shutdown_timeout,
     )
     try:
-        asyncio.run(serve(options))
-    except ConfigurationError as error:
-        print(f"trussium-webhook serve: {error}", file=sys.stderr)
-        return 2
+        asyncio.run(server.serve(options))
+    except server.ConfigurationError as error:
+        return fail(PROGRAM, error)
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="trussium-webhook", description="The TrussiumRuntime admission webhook."
-    )
-    commands = parser.add_subparsers(dest="command", required=True)
+    parser = ArgumentParser(prog=PROGRAM, description="The TrussiumRuntime admission webhook.")
+    add_version(parser)
+    # Subcommands are of the root's class, so their usage errors are one line too.
+    commands = cast(Subcommands, parser.add_subparsers(dest="command", required=True))
     _add_serve_command(commands)
     add_validate_command(commands)
     add_certs_commands(commands)
@@ -141,7 +192,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except ConfigurationError as error:  # a TRUSSIUM_* variable the flags cannot take
+        return fail(PROGRAM, error)
     code: int = args.handler(args)
     return code
 

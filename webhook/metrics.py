@@ -1,12 +1,31 @@
 """Prometheus metrics of the webhook, in their own registry.
 
+The request metrics carry controller-runtime's names and labels
+(`controller_runtime_webhook_*`, `webhook` = the hook's path, `code` = the
+HTTP status), so dashboards and alerts written for Go webhooks work
+unchanged; they are recorded by a middleware around every hook, errors
+included. `trussium_webhook_requests_total` adds the admission verdict,
+which the status code cannot show (a denial is a 200).
+
 A registry per server (not the process-global one) keeps tests and several
-servers in one process independent.
+servers in one process independent; it carries the process metrics too.
 """
 
+import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from aiohttp import web
+from aiohttp.typedefs import Middleware
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    GCCollector,
+    Histogram,
+    PlatformCollector,
+    ProcessCollector,
+)
 
 # Admission budgets are at most 5 s (timeoutSeconds); resolve the fast end finely.
 _LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5)
@@ -17,17 +36,41 @@ class WebhookMetrics:
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)
 
     def __post_init__(self) -> None:
+        self.http_requests = Counter(
+            "controller_runtime_webhook_requests_total",
+            "Total number of admission requests by HTTP status code.",
+            ["webhook", "code"],
+            registry=self.registry,
+        )
+        self.latency = Histogram(
+            "controller_runtime_webhook_latency_seconds",
+            "Histogram of the latency of processing admission requests.",
+            ["webhook"],
+            buckets=_LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.in_flight = Gauge(
+            "controller_runtime_webhook_requests_in_flight",
+            "Current number of admission requests being served.",
+            ["webhook"],
+            registry=self.registry,
+        )
         self.requests = Counter(
             "trussium_webhook_requests_total",
             "Admission requests answered, by hook and verdict (allowed, denied, error).",
             ["hook", "verdict"],
             registry=self.registry,
         )
-        self.duration = Histogram(
-            "trussium_webhook_request_duration_seconds",
-            "Time to answer an admission request, by hook.",
-            ["hook"],
-            buckets=_LATENCY_BUCKETS,
+        self.connections_refused = Counter(
+            "trussium_webhook_connections_refused_total",
+            "Connections closed on arrival because the open-connection cap was reached.",
+            registry=self.registry,
+        )
+        self.connections_dropped = Counter(
+            "trussium_webhook_connections_dropped_total",
+            "Requests or connections ended early (malformed HTTP, timeouts, clients gone), "
+            "by reason.",
+            ["reason"],
             registry=self.registry,
         )
         self.certificate_expiry = Gauge(
@@ -35,3 +78,34 @@ class WebhookMetrics:
             "Expiry (Unix time) of the serving certificate new connections get.",
             registry=self.registry,
         )
+        ProcessCollector(registry=self.registry)
+        PlatformCollector(registry=self.registry)
+        GCCollector(registry=self.registry)
+
+    def middleware(self) -> Middleware:
+        """Count, time and track in flight every request to a registered hook path."""
+
+        @web.middleware
+        async def observe(
+            request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+        ) -> web.StreamResponse:
+            resource = request.match_info.route.resource
+            if resource is None:  # no such hook: keep arbitrary paths out of the labels
+                return await handler(request)
+            webhook = resource.canonical
+            started = time.perf_counter()
+            code = 500
+            self.in_flight.labels(webhook).inc()
+            try:
+                response = await handler(request)
+                code = response.status
+                return response
+            except web.HTTPException as error:
+                code = error.status
+                raise
+            finally:
+                self.in_flight.labels(webhook).dec()
+                self.latency.labels(webhook).observe(time.perf_counter() - started)
+                self.http_requests.labels(webhook, str(code)).inc()
+
+        return observe

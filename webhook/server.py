@@ -28,7 +28,13 @@ from certs.inject import ConflictError, describe
 from certs.reload import ReloadingTLS
 from certs.selfmanaged import SelfManaged
 from common.constants import WEBHOOK_CONFIG_NAME, WEBHOOK_SECRET_NAME, WEBHOOK_SERVICE_NAME
-from webhook.app import AdmissionSettings, create_admission_app, create_health_app
+from webhook.app import (
+    DEFAULT_BODY_TIMEOUT_SECONDS,
+    AdmissionSettings,
+    create_admission_app,
+    create_health_app,
+)
+from webhook.connections import DEFAULT_LIMITS, ConnectionLimits, Listener, listen
 from webhook.metrics import WebhookMetrics
 from webhook.secret_names import secret_names_lister
 
@@ -53,6 +59,10 @@ class ServeOptions:
     webhook_config_names: tuple[str, ...] = (WEBHOOK_CONFIG_NAME,)
     kubeconfig: str | None = None
     max_request_bytes: int = 3 * 1024 * 1024
+    limits: ConnectionLimits = DEFAULT_LIMITS
+    body_timeout: float = DEFAULT_BODY_TIMEOUT_SECONDS
+    # Warn about referenced Secrets that do not exist (needs `list secrets`).
+    secret_lookup: bool = False
     shutdown_delay: float = 5.0
     shutdown_timeout: float = 20.0
     tls_poll_seconds: float = 5.0
@@ -92,8 +102,13 @@ async def serve(options: ServeOptions, stop: asyncio.Event | None = None) -> Non
     api_client = await _api_client(options.kubeconfig)
     if options.cert_mode == "self-managed" and api_client is None:
         raise ConfigurationError("--cert-mode self-managed needs access to the API server")
-    health = await start_site(create_health_app(state.ready, metrics), options.health_bind_address)
-    admission_runner: web.AppRunner | None = None
+    health = await start_site(
+        create_health_app(state.ready, metrics),
+        options.health_bind_address,
+        limits=options.limits,
+        metrics=metrics,
+    )
+    admission_runner: Listener | None = None
     try:
         with tempfile.TemporaryDirectory(prefix="trussium-webhook-") as scratch:
             cert_dir = options.cert_dir or Path(scratch)
@@ -106,13 +121,20 @@ async def serve(options: ServeOptions, stop: asyncio.Event | None = None) -> Non
             settings = AdmissionSettings(
                 operator_username=options.operator_username,
                 max_request_bytes=options.max_request_bytes,
-                secret_names=secret_names_lister(api_client) if api_client else None,
+                body_timeout=options.body_timeout,
+                secret_names=(
+                    secret_names_lister(api_client)
+                    if api_client and options.secret_lookup
+                    else None
+                ),
             )
             admission_runner = await start_site(
                 create_admission_app(settings, metrics),
                 options.bind_address,
                 tls.context,
                 options.shutdown_timeout,
+                limits=options.limits,
+                metrics=metrics,
             )
             log.info(
                 "serving admission reviews", extra={"fields": {"address": options.bind_address}}
@@ -203,13 +225,21 @@ async def start_site(
     address: str,
     ssl_context: ssl.SSLContext | None = None,
     shutdown_timeout: float = 5.0,
-) -> web.AppRunner:
-    """Serve `app` on HOST:PORT; the runner's cleanup() waits for in-flight requests."""
+    *,
+    limits: ConnectionLimits = DEFAULT_LIMITS,
+    metrics: WebhookMetrics | None = None,
+) -> Listener:
+    """Serve `app` on HOST:PORT; the listener's cleanup() waits for in-flight requests."""
     host, port = split_address(address)
-    runner = web.AppRunner(app, access_log=None, shutdown_timeout=shutdown_timeout)
-    await runner.setup()
-    await web.TCPSite(runner, host, port, ssl_context=ssl_context).start()
-    return runner
+    return await listen(
+        app,
+        host,
+        port,
+        ssl_context=ssl_context,
+        shutdown_timeout=shutdown_timeout,
+        limits=limits,
+        metrics=metrics or WebhookMetrics(),
+    )
 
 
 async def _api_client(kubeconfig: str | None) -> client.ApiClient | None:
@@ -232,7 +262,7 @@ async def _api_client(kubeconfig: str | None) -> client.ApiClient | None:
         return await config.new_client_from_config()
     except Exception as error:
         log.info(
-            "no Kubernetes API access: Secret existence warnings are disabled",
+            "no Kubernetes API access",
             extra={"fields": {"error": f"{type(error).__name__}: {error}"}},
         )
         return None

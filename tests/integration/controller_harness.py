@@ -8,10 +8,8 @@ through the API server and its audit log, as a user would.
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -19,7 +17,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from devcluster import ControlPlane
+from common.conditions import conditions_of, find_condition
+from devcluster import ControlPlane, polling
+from devcluster.layout import free_port
 
 USER_AGENT_PREFIX = "trussium-operator/"
 IMAGE = "ghcr.io/trussium/runtime"
@@ -31,21 +31,7 @@ Obj = dict[str, Any]
 
 def wait_for(check: Callable[[], T | None], what: str, timeout: float = 90.0) -> T:
     """Poll `check` until it returns something truthy; fail naming `what` on timeout."""
-    deadline = time.monotonic() + timeout
-    last: T | None = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(0.25)
-    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r})")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+    return polling.wait_for(check, what, timeout)
 
 
 class Controller:
@@ -173,10 +159,8 @@ def must_get(plane: ControlPlane, kind: str, name: str, namespace: str) -> Obj:
 
 def condition(runtime: Obj | None, type_: str) -> tuple[str, str]:
     """(status, reason) of a condition, ("", "") when absent."""
-    for item in ((runtime or {}).get("status") or {}).get("conditions") or ():
-        if item.get("type") == type_:
-            return item.get("status", ""), item.get("reason", "")
-    return "", ""
+    found = find_condition(conditions_of((runtime or {}).get("status")), type_) or {}
+    return found.get("status", ""), found.get("reason", "")
 
 
 def wait_condition(

@@ -26,7 +26,7 @@ from webhook.cli import build_parser as webhook_parser
 pytestmark = pytest.mark.cluster
 
 FULL_MANAGEMENT = ["get", "list", "watch", "create", "update", "patch", "delete"]
-# CONTRACT.md section 9, plus the finalizers subresource (ADR 0003).
+# docs/contract.md section 9, plus the finalizers subresource (ADR 0003).
 CONTROLLER_RULES = [
     {
         "apiGroups": ["runtime.trussium.io"],
@@ -145,9 +145,15 @@ def test_each_certificate_mode_renders_and_the_api_server_accepts_it(
         certificate = find(objects, "Certificate", f"{name}-webhook")
         assert certificate["spec"]["secretName"] == flag(args, "--secret-name")
         assert f"{name}-webhook.{namespace}.svc" in certificate["spec"]["dnsNames"]
+        # The chain: self-signed Issuer -> CA Certificate -> CA Issuer -> serving Certificate.
         issuer = find(objects, "Issuer", certificate["spec"]["issuerRef"]["name"])
-        assert issuer["spec"] == {"selfSigned": {}}
-        assert injection == {f"{namespace}/{name}-webhook"}
+        ca = find(objects, "Certificate", f"{name}-webhook-ca")
+        assert issuer["spec"] == {"ca": {"secretName": ca["spec"]["secretName"]}}
+        assert ca["spec"]["isCA"] is True
+        assert ca["spec"]["privateKey"]["rotationPolicy"] == "Never", "renewals keep the CA key"
+        root = find(objects, "Issuer", ca["spec"]["issuerRef"]["name"])
+        assert root["spec"] == {"selfSigned": {}}
+        assert injection == {f"{namespace}/{name}-webhook-ca"}, "the CA is injected"
         assert bundles == [None, None, None]
     if mode == "provided":
         assert flag(args, "--secret-name") == "my-webhook-tls"
@@ -283,9 +289,20 @@ def test_rbac_is_the_contract_and_nothing_more(plane: ControlPlane, namespace: s
     name = fullname(release)
     objects = render(plane, release, namespace)
     assert find(objects, "ClusterRole", f"{name}-controller")["rules"] == CONTROLLER_RULES
-    assert find(objects, "ClusterRole", f"{name}-webhook")["rules"] == [
+    webhook_grants = [
+        o["kind"]
+        for o in objects
+        if o["metadata"]["name"] == f"{name}-webhook" and "Role" in o["kind"]
+    ]
+    assert webhook_grants == [], "no Secret listing unless webhook.secretLookup"
+    assert (
+        "--secret-lookup" not in container(find(objects, "Deployment", f"{name}-webhook"))["args"]
+    )
+    looking_up = render(plane, release, namespace, "--set", "webhook.secretLookup=true")
+    assert find(looking_up, "ClusterRole", f"{name}-webhook")["rules"] == [
         {"apiGroups": [""], "resources": ["secrets"], "verbs": ["list"]}
     ]
+    assert "--secret-lookup" in container(find(looking_up, "Deployment", f"{name}-webhook"))["args"]
     assert find(objects, "ClusterRole", f"{name}-webhook-ca-injection")["rules"] == [
         {
             "apiGroups": ["admissionregistration.k8s.io"],
@@ -306,13 +323,32 @@ def test_watch_namespace_turns_every_cluster_grant_into_a_role(
     release = release_name()
     name = fullname(release)
     watched = f"{namespace}-apps"
-    objects = render(plane, release, namespace, "--set", f"watchNamespace={watched}")
+    objects = render(
+        plane,
+        release,
+        namespace,
+        "--set",
+        f"watchNamespace={watched}",
+        "--set",
+        "webhook.secretLookup=true",
+    )
     controller_role = find(objects, "Role", f"{name}-controller")
     assert controller_role["metadata"]["namespace"] == watched
     assert controller_role["rules"] == CONTROLLER_RULES
     assert find(objects, "Role", f"{name}-webhook")["metadata"]["namespace"] == watched
     cluster_roles = [o["metadata"]["name"] for o in objects if o["kind"] == "ClusterRole"]
-    assert cluster_roles == [f"{name}-webhook-ca-injection"], "only its own configurations"
+    # Besides its own configurations, only reading the Go operator's leader Lease by name:
+    # a Role would need that namespace to exist at install time (ADR 0008).
+    lease_reader = f"{name}-controller-go-operator-lease"
+    assert sorted(cluster_roles) == sorted([f"{name}-webhook-ca-injection", lease_reader])
+    assert find(objects, "ClusterRole", lease_reader)["rules"] == [
+        {
+            "apiGroups": ["coordination.k8s.io"],
+            "resources": ["leases"],
+            "resourceNames": ["d4fd4c09.trussium.io"],
+            "verbs": ["get"],
+        }
+    ]
     controller = container(find(objects, "Deployment", f"{name}-controller"))
     assert flag(controller["args"], "--watch-namespace") == watched
     for hook in find(objects, "ValidatingWebhookConfiguration", name)["webhooks"]:

@@ -18,9 +18,9 @@ import pytest
 
 from devcluster import ControlPlane
 from devcluster.hostoperator import install_crds
+from devcluster.layout import free_port
 from tests.integration.chart import CHART, container, find, fullname, release_name, render
 from tests.integration.controller_harness import (
-    free_port,
     get,
     must_get,
     running_controller,
@@ -138,11 +138,15 @@ def refused(plane: ControlPlane, kubeconfig: Path, *request: str) -> bool:
 
 
 @pytest.mark.parametrize(
-    ("scope", "mode"),
-    [("cluster", "selfManaged"), ("namespace", "selfManaged"), ("cluster", "provided")],
+    ("scope", "mode", "lookup"),
+    [
+        ("cluster", "selfManaged", False),
+        ("namespace", "selfManaged", True),
+        ("cluster", "provided", True),
+    ],
 )
 def test_chart_service_accounts_run_both_programs_and_nothing_more(
-    plane: ControlPlane, namespace: str, tmp_path: Path, scope: str, mode: str
+    plane: ControlPlane, namespace: str, tmp_path: Path, scope: str, mode: str, lookup: bool
 ) -> None:
     install_crds(plane)
     apps = f"{namespace}-apps"
@@ -150,6 +154,7 @@ def test_chart_service_accounts_run_both_programs_and_nothing_more(
     release, port = release_name(), free_port()
     name = fullname(release)
     values = ["--set", f"watchNamespace={apps}"] if scope == "namespace" else []
+    values += ["--set", f"webhook.secretLookup={str(lookup).lower()}"]
     if mode == "provided":
         values += provided_certificate(tmp_path, f"{name}-webhook-tls")
     in_pod = render(plane, release, namespace, *values)
@@ -190,7 +195,7 @@ def test_chart_service_accounts_run_both_programs_and_nothing_more(
                 identity=name,
             ) as controller,
         ):
-            _prove_the_programs_work(plane, namespace, apps, name, mode)
+            _prove_the_programs_work(plane, namespace, apps, name, mode, lookup)
             logs = (tmp_path / "webhook.log").read_text() + controller.logs()
             assert SECRET_VALUE not in logs
         _prove_the_grant_stops_there(
@@ -200,6 +205,7 @@ def test_chart_service_accounts_run_both_programs_and_nothing_more(
             name,
             scope,
             mode,
+            lookup,
             {controller_user: controller_config, webhook_user: webhook_config},
         )
         # No manifest sets caBundle, so an upgrade keeps the injected one (the webhook,
@@ -222,7 +228,7 @@ def test_chart_service_accounts_run_both_programs_and_nothing_more(
 
 
 def _prove_the_programs_work(
-    plane: ControlPlane, namespace: str, apps: str, name: str, mode: str
+    plane: ControlPlane, namespace: str, apps: str, name: str, mode: str, lookup: bool
 ) -> None:
     # Self-managed certificates, with the webhook's own token: its Secret and both caBundles.
     wait_for(
@@ -244,8 +250,8 @@ def _prove_the_programs_work(
     message = wait_for(rejected_by_webhook, "the API server to reach the host webhook", 60)
     assert "is invalid" in message
 
-    # The missing-Secret warning needs the webhook's Secret listing; the controller then
-    # reports the missing Secret (its Secret read) and converges once it exists (its watch).
+    # The missing-Secret warning (opt-in) needs the webhook's Secret listing; the controller
+    # reports the missing Secret either way (its Secret read) and converges once it exists.
     chat = runtime_manifest(
         "chat",
         apps,
@@ -256,7 +262,7 @@ def _prove_the_programs_work(
         },
     )
     created = plane.kubectl("create", "-f", "-", input=json.dumps(chat))
-    assert "Secret 'openai' does not exist" in created.stderr, created.stderr
+    assert ("Secret 'openai' does not exist" in created.stderr) is lookup, created.stderr
     wait_condition(plane, "chat", apps, "ConfigurationValid", "False", "SecretNotFound")
     plane.kubectl(
         "create", "secret", "generic", "openai", "-n", apps, f"--from-literal=apiKey={SECRET_VALUE}"
@@ -302,9 +308,14 @@ def _prove_the_grant_stops_there(
     name: str,
     scope: str,
     mode: str,
+    lookup: bool,
     kubeconfigs: dict[str, Path],
 ) -> None:
     controller, webhook = kubeconfigs
+    assert can_i(plane, webhook, "list", "secrets", "-n", apps) is lookup
+    assert can_i(plane, webhook, "list", "secrets", "-n", "default") is (
+        lookup and scope == "cluster"
+    ), "Secret listing beyond the served namespaces"
     for user in kubeconfigs:
         for request in (
             ("get", "pods", "-n", apps),

@@ -32,13 +32,16 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from certs.cli import main_certs
+from cmdline.inputs import read_manifests
 from common.constants import GROUP, PLURAL, VERSION
 from common.manifests import parse_manifests
+from common.offline import check_documents
 from common.validation import schema_errors
 from devcluster import ControlPlane
 from devcluster.hostoperator import install_crds
+from devcluster.layout import free_port
+from devcluster.polling import wait_for
 from tests.conftest import Kubectl
-from webhook.offline import validate_paths
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "tests" / "samples"
@@ -46,6 +49,8 @@ OPERATOR_ACCOUNT = "trussium-system:trussium-operator"
 OPERATOR = f"system:serviceaccount:{OPERATOR_ACCOUNT}"
 SELECTOR_LABEL = "trussium.test/webhook"
 READY_TIMEOUT = 60.0
+# How long a configuration change may take to reach the API server's admission chain.
+EVENTUALLY_SECONDS = 20.0
 
 pytestmark = pytest.mark.api
 
@@ -67,13 +72,6 @@ def _generate(out: Path, ca_dir: Path) -> int:
     return main_certs(
         ["generate", "--out", str(out), "--ca-dir", str(ca_dir), "--ip-address", "127.0.0.1"]
     )
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def _wait_ready(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
@@ -159,7 +157,7 @@ def _configurations(name: str, port: int, ca_bundle: str, selector_value: str) -
 @contextlib.contextmanager
 def _serving(plane: ControlPlane, log: Path, port: int, *flags: str) -> Iterator[None]:
     """`trussium-webhook serve` on `port` until the block ends; entered once /readyz is ok."""
-    health_port = _free_port()
+    health_port = free_port()
     with log.open("wb") as log_file:
         process = subprocess.Popen(
             [
@@ -221,9 +219,16 @@ def webhook(
     cert_dir, ca_dir, log = work / "serving", work / "ca", work / "webhook.log"
     assert _generate(cert_dir, ca_dir) == 0
     ca_bundle = base64.b64encode((cert_dir / "ca.crt").read_bytes()).decode()
-    port, selector_value = _free_port(), secrets.token_hex(4)
+    port, selector_value = free_port(), secrets.token_hex(4)
     with (
-        _serving(api_plane, log, port, "--cert-mode=files", f"--cert-dir={cert_dir}"),
+        _serving(
+            api_plane,
+            log,
+            port,
+            "--cert-mode=files",
+            f"--cert-dir={cert_dir}",
+            "--secret-lookup",
+        ),
         _registered(api_plane, port, ca_bundle, selector_value),
     ):
         yield RunningWebhook(port, cert_dir, ca_dir, selector_value, log)
@@ -240,7 +245,7 @@ def reviewed_namespace(namespace: str, kubectl: Kubectl, webhook: RunningWebhook
     # The API server sees namespace labels through an informer: wait until a
     # value only the webhook forbids is refused here.
     probe = _runtime("probe", podMetadata={"labels": {"app.kubernetes.io/name": "x"}})
-    _eventually(
+    wait_for(
         lambda: (
             kubectl(
                 "apply", "--dry-run=server", "-n", namespace, "-f", "-", input=probe, check=False
@@ -248,16 +253,9 @@ def reviewed_namespace(namespace: str, kubectl: Kubectl, webhook: RunningWebhook
             != 0
         ),
         "the webhook to review requests in the labelled namespace",
+        EVENTUALLY_SECONDS,
     )
     return namespace
-
-
-def _eventually(condition: Any, what: str, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        time.sleep(0.2)
 
 
 def _runtime(name: str, **spec: Any) -> str:
@@ -291,8 +289,8 @@ def test_cluster_and_offline_validator_agree(
 ) -> None:
     """Same verdict offline, with server-side dry-run and for real; defaults and errors shown."""
     namespace = reviewed_namespace
-    report = validate_paths([str(path)], sys.stdin)
-    offline_valid = report.exit_code(strict=False) == 0
+    report = check_documents(read_manifests([str(path)], sys.stdin).documents)
+    offline_valid = not report.failing(strict=False)
 
     dry_run = kubectl("apply", "--dry-run=server", "-n", namespace, "-f", str(path), check=False)
     assert (dry_run.returncode == 0) == offline_valid, dry_run.stderr
@@ -303,8 +301,9 @@ def test_cluster_and_offline_validator_agree(
     assert applied.returncode == dry_run.returncode, applied.stderr
     if offline_valid:
         for finding in report.findings:
-            assert f"Warning: {finding.message}" in applied.stderr
-        for expected in report.defaulted:
+            assert f"Warning: {finding.field}: {finding.message}" in applied.stderr
+        for runtime in report.runtimes:
+            expected = runtime.defaulted or {}
             name = expected["metadata"]["name"]
             live = json.loads(kubectl("get", PLURAL, name, "-n", namespace, "-o", "json").stdout)
             assert live["spec"] == expected["spec"], "stored defaults differ from offline ones"
@@ -326,10 +325,13 @@ def test_cluster_and_offline_validator_agree(
 def test_missing_secret_warning_reaches_kubectl(kubectl: Kubectl, reviewed_namespace: str) -> None:
     production = (SAMPLES / "valid" / "production.yaml").read_text()
     applied = kubectl("apply", "-n", reviewed_namespace, "-f", "-", input=production)
-    assert "Warning: Secret 'openai-credentials' does not exist in this namespace yet" in (
+    assert (
+        "Warning: spec.provider.credentialsSecretRef.name: Secret 'openai-credentials' does not "
+        "exist in this namespace yet"
+    ) in applied.stderr
+    assert "Warning: spec.imagePullSecrets[0].name: Secret 'ghcr-pull' does not exist" in (
         applied.stderr
     )
-    assert "Warning: Secret 'ghcr-pull' does not exist" in applied.stderr
     kubectl(
         "create", "secret", "generic", "ghcr-pull", "-n", reviewed_namespace, "--from-literal=a=b"
     )
@@ -337,6 +339,28 @@ def test_missing_secret_warning_reaches_kubectl(kubectl: Kubectl, reviewed_names
     again = kubectl("apply", "-n", reviewed_namespace, "-f", "-", input=another)
     assert "'ghcr-pull'" not in again.stderr
     assert "'openai-credentials'" in again.stderr
+
+
+def test_the_api_server_defaults_before_the_mutating_hook(
+    kubectl: Kubectl, reviewed_namespace: str, webhook: RunningWebhook
+) -> None:
+    """The CRD schema's defaults are applied when the API server decodes the request, so
+    the mutating hook sees a defaulted object and has nothing to patch (docs/architecture.md)."""
+    kubectl("apply", "-n", reviewed_namespace, "-f", "-", input=_runtime("defaulted"))
+    stored = json.loads(
+        kubectl("get", PLURAL, "defaulted", "-n", reviewed_namespace, "-o", "json").stdout
+    )
+    assert stored["spec"]["service"] == {"type": "ClusterIP", "port": 9000}
+    reviews = [
+        entry
+        for entry in map(json.loads, webhook.log.read_text().splitlines())
+        if entry.get("msg") == "admission reviewed"
+        and entry.get("object") == f"{reviewed_namespace}/defaulted"
+        and not entry.get("dry_run")
+    ]
+    hooks = {(entry["hook"], entry["operation"], entry["patched"]) for entry in reviews}
+    assert ("mutate-trussiumruntime", "CREATE", False) in hooks, reviews
+    assert not any(patched for hook, _, patched in hooks if hook == "mutate-trussiumruntime")
 
 
 def test_update_of_an_old_violation_is_allowed_with_a_warning(
@@ -353,7 +377,7 @@ def test_update_of_an_old_violation_is_allowed_with_a_warning(
         edited = kubectl("patch", PLURAL, "legacy", "-n", namespace, "--type=merge", "-p", patch)
         return "already present before this update" in edited.stderr
 
-    _eventually(edit_warns, "the ratcheting warning")
+    wait_for(edit_warns, "the ratcheting warning", EVENTUALLY_SECONDS)
     new_violation = json.dumps(
         {"spec": {"podMetadata": {"annotations": {"runtime.trussium.io/x": "y"}}}}
     )
@@ -362,6 +386,72 @@ def test_update_of_an_old_violation_is_allowed_with_a_warning(
     )
     assert refused.returncode != 0
     assert "spec.podMetadata.annotations[runtime.trussium.io/x]" in refused.stderr
+
+
+@pytest.mark.parametrize(
+    ("name", "reason"),
+    [
+        ("1abc", "starting with a letter"),
+        ("a.b", "DNS-1035 label"),
+        ("a" * 64, "no more than 63 characters"),
+    ],
+)
+def test_a_name_the_operator_cannot_use_is_rejected_with_the_reason(
+    kubectl: Kubectl, reviewed_namespace: str, name: str, reason: str
+) -> None:
+    """The API server alone admits these (CR names are DNS subdomains), but the runtime's
+    Service needs a DNS-1035 label and its instance label a value of at most 63 characters."""
+    manifest = _runtime(name)
+    applied = kubectl("apply", "-n", reviewed_namespace, "-f", "-", input=manifest, check=False)
+    assert applied.returncode != 0
+    assert "metadata.name" in applied.stderr
+    assert reason in applied.stderr
+    assert "Service" in applied.stderr
+    longest = _runtime("a" * 63)
+    kubectl("apply", "--dry-run=server", "-n", reviewed_namespace, "-f", "-", input=longest)
+
+
+HUGE_PAGES = {
+    "limits": {"cpu": "1", "memory": "1Gi", "hugepages-2Mi": "1e1000000"},
+    "requests": {"cpu": "1", "memory": "1Gi", "hugepages-2Mi": "1e1000000"},
+}
+
+
+def test_a_quantity_kubernetes_cannot_count_is_rejected_at_its_field(
+    kubectl: Kubectl, reviewed_namespace: str
+) -> None:
+    """The API server keeps such a quantity only rewritten (1e1000000 becomes 10e999999), so
+    the Deployment the operator renders never matches the live one, and no node can offer
+    that count: the runtime is refused before anything is rendered from it."""
+    deployment = yaml.safe_load(_managed_deployment("huge"))
+    deployment["spec"]["template"]["spec"]["containers"][0]["resources"] = HUGE_PAGES
+    stored = json.loads(
+        kubectl(
+            "apply",
+            "--dry-run=server",
+            "-n",
+            reviewed_namespace,
+            "-f",
+            "-",
+            "-o",
+            "json",
+            input=json.dumps(deployment),
+        ).stdout
+    )
+    limits = stored["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]
+    assert limits["hugepages-2Mi"] != HUGE_PAGES["limits"]["hugepages-2Mi"]
+    applied = kubectl(
+        "apply",
+        "-n",
+        reviewed_namespace,
+        "-f",
+        "-",
+        input=_runtime("huge", resources=HUGE_PAGES),
+        check=False,
+    )
+    assert applied.returncode != 0
+    assert "spec.resources.limits[hugepages-2Mi]" in applied.stderr
+    assert "out of range" in applied.stderr
 
 
 def _managed_deployment(name: str) -> str:
@@ -524,18 +614,21 @@ def test_plain_http_is_refused(webhook: RunningWebhook) -> None:
 def test_self_managed_mode_keeps_a_secret_and_injects_the_ca_bundle(
     plane: ControlPlane, crd: None, kubectl: Kubectl, namespace: str, tmp_path: Path
 ) -> None:
-    port, selector_value = _free_port(), secrets.token_hex(4)
+    """Also at debug level: the log holds no byte of the keys it reads and writes."""
+    port, selector_value = free_port(), secrets.token_hex(4)
+    log = tmp_path / "webhook.log"
     with (
         _registered(plane, port, "", selector_value) as name,
         _serving(
             plane,
-            tmp_path / "webhook.log",
+            log,
             port,
             "--cert-mode=self-managed",
             f"--namespace={namespace}",
             "--secret-name=webhook-tls",
             "--ip-address=127.0.0.1",
             f"--webhook-config-name={name}",
+            "--log-level=debug",
         ),
     ):
         secret = json.loads(
@@ -549,7 +642,7 @@ def test_self_managed_mode_keeps_a_secret_and_injects_the_ca_bundle(
             assert set(bundles) == {secret["data"]["ca.crt"]}
         kubectl("label", "namespace", namespace, f"{SELECTOR_LABEL}={selector_value}")
         invalid = str(SAMPLES / "invalid" / "operator-owned-metadata.yaml")
-        _eventually(
+        wait_for(
             lambda: (
                 "spec.podMetadata.labels[app.kubernetes.io/managed-by]"
                 in kubectl(
@@ -557,6 +650,21 @@ def test_self_managed_mode_keeps_a_secret_and_injects_the_ca_bundle(
                 ).stderr
             ),
             "the self-managed webhook to review requests",
+            EVENTUALLY_SECONDS,
         )
         valid = str(SAMPLES / "valid" / "minimal.yaml")
         kubectl("apply", "--dry-run=server", "-n", namespace, "-f", valid)
+        # A malformed review is logged at debug: proof that debug lines are written.
+        ca = ssl.create_default_context(cadata=base64.b64decode(secret["data"]["ca.crt"]).decode())
+        connection = http.client.HTTPSConnection("127.0.0.1", port, context=ca, timeout=10)
+        connection.request("POST", "/validate-trussiumruntime", body=b"{not json")
+        assert connection.getresponse().status == 400
+        connection.close()
+        wait_for(lambda: "admission request refused" in log.read_text(), "the debug line", 20.0)
+    written = log.read_text()
+    assert '"level": "debug"' in written
+    for key in ("tls.key", "ca.key"):
+        encoded = secret["data"][key]
+        pem_body = "".join(base64.b64decode(encoded).decode().splitlines()[1:-1])
+        for form in (encoded, pem_body, pem_body[:64]):
+            assert form not in written, f"{key} in the webhook's debug log"

@@ -5,6 +5,8 @@ from typing import Any
 from hypothesis import strategies as st
 
 NAMES = st.from_regex(r"\A[a-z0-9]([-a-z0-9]{0,10}[a-z0-9])?\Z")
+# A runtime's name becomes its Service's: a DNS-1035 label.
+RUNTIME_NAMES = st.from_regex(r"\A[a-z]([-a-z0-9]{0,10}[a-z0-9])?\Z")
 LABEL_VALUES = st.from_regex(r"\A([A-Za-z0-9]([-A-Za-z0-9_.]{0,8}[A-Za-z0-9])?)?\Z")
 QUANTITIES = st.one_of(
     st.integers(0, 64),
@@ -94,6 +96,6 @@ def runtimes(draw: st.DrawFn) -> dict[str, Any]:
     return {
         "apiVersion": "runtime.trussium.io/v1alpha1",
         "kind": "TrussiumRuntime",
-        "metadata": {"name": draw(NAMES), "namespace": "default"},
+        "metadata": {"name": draw(RUNTIME_NAMES), "namespace": "default"},
         "spec": draw(specs()),
     }

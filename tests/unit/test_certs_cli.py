@@ -55,11 +55,27 @@ def test_generate_reuses_the_ca_in_ca_dir(tmp_path: Path) -> None:
         (["--ip-address", "localhost"], "does not appear to be an IPv4 or IPv6 address"),
     ],
 )
-def test_generate_explains_bad_names(
+def test_generate_explains_bad_names_in_one_line_exit_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], message: str
 ) -> None:
-    assert main_certs(["generate", "--out", str(tmp_path), *extra]) == 1
-    assert message in capsys.readouterr().err
+    assert main_certs(["generate", "--out", str(tmp_path / "out"), *extra]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("trussium-webhook certs generate: error: ")
+    assert message in err
+    assert err.count("\n") == 1
+    assert not (tmp_path / "out").exists()
+
+
+def test_generate_refuses_an_unusable_ca_dir_with_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ca_dir = tmp_path / "ca"
+    ca_dir.mkdir()
+    (ca_dir / "ca.key").write_text("not a key\n")
+    (ca_dir / "ca.crt").write_text("not a certificate\n")
+    args = ["generate", "--out", str(tmp_path / "out"), "--ip-address", "127.0.0.1"]
+    assert main_certs([*args, "--ca-dir", str(ca_dir)]) == 2
+    assert capsys.readouterr().err.startswith("trussium-webhook certs generate: error: ")
 
 
 def test_usage_errors_exit_2(tmp_path: Path) -> None:
@@ -76,6 +92,21 @@ def test_inject_refuses_a_file_that_is_not_a_certificate(
 ) -> None:
     not_a_cert = tmp_path / "ca.crt"
     not_a_cert.write_text("hello\n")
-    assert main_certs(["inject", "--ca-file", str(not_a_cert)]) == 1
+    assert main_certs(["inject", "--ca-file", str(not_a_cert)]) == 2
     assert "not a PEM certificate bundle" in capsys.readouterr().err
-    assert main_certs(["inject", "--ca-file", str(tmp_path / "missing.crt")]) == 1
+    assert main_certs(["inject", "--ca-file", str(tmp_path / "absent.crt")]) == 2
+    assert "No such file" in capsys.readouterr().err
+
+
+def test_inject_with_an_unusable_kubeconfig_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main_certs(["generate", "--out", str(tmp_path), "--ip-address", "127.0.0.1"]) == 0
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text("apiVersion: v1\nkind: Config\nclusters: []\n")
+    args = ["inject", "--ca-file", str(tmp_path / "ca.crt"), "--kubeconfig", str(kubeconfig)]
+    capsys.readouterr()
+    assert main_certs(args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("trussium-webhook certs inject: error: ")
+    assert err.count("\n") == 1

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import ssl
+import sys
 import warnings
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -187,3 +189,29 @@ async def test_tls_1_1_clients_are_refused(served: Served, tmp_path: Path) -> No
 def test_a_folder_without_a_usable_pair_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(CertificateError, match="no usable certificate"):
         ReloadingTLS(tmp_path)
+
+
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT
+
+
+def test_the_key_is_loaded_without_writing_any_file(tmp_path: Path) -> None:
+    """The served folder is memory-backed; no copy of the key may land on a disk."""
+    issue_into(tmp_path, generate_ca("test-ca", now=NOW))
+    written: list[str] = []
+    recording = [True]
+
+    def record(event: str, args: tuple[object, ...]) -> None:
+        if recording[0] and event == "open":
+            path, mode, flags = args
+            if (isinstance(mode, str) and set(mode) & set("wax+")) or (
+                isinstance(flags, int) and flags & _WRITE_FLAGS
+            ):
+                written.append(str(path))
+
+    sys.addaudithook(record)  # audit hooks cannot be removed: this one is switched off below
+    try:
+        tls = ReloadingTLS(tmp_path)
+    finally:
+        recording[0] = False
+    assert tls.certificate is not None
+    assert written == []

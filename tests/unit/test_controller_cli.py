@@ -38,10 +38,14 @@ def test_environment_sets_flags_and_an_explicit_flag_wins(
     assert options.leader_election_namespace == "operators"
 
 
-def test_inconsistent_leader_timing_is_a_clear_error() -> None:
-    args = parser().parse_args(["run", "--renew-deadline", "20"])
-    with pytest.raises(SystemExit, match="renew-deadline"):
-        options_from(args)
+def test_inconsistent_leader_timing_is_a_one_line_error_exit_2(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["run", "--renew-deadline", "20"]) == 2
+    assert capsys.readouterr().err == (
+        "trussium-controller: error: need 0 < --retry-period < --renew-deadline < "
+        "--lease-duration\n"
+    )
 
 
 def test_render_subcommand_prints_the_managed_objects(
@@ -79,3 +83,19 @@ def test_render_into_a_reader_that_stops_early_exits_cleanly() -> None:
     errors = render.stderr.read().decode()
     assert render.wait(timeout=60) == 0, errors
     assert "Traceback" not in errors
+
+
+def test_go_operator_migration_defaults_and_their_switches(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    options = options_from(parser().parse_args(["run"]))
+    assert options.legacy_field_managers == frozenset({"manager"})
+    assert options.exclusion_lease is not None
+    assert str(options.exclusion_lease) == "trussium-operator-system/d4fd4c09.trussium.io"
+    monkeypatch.setenv("TRUSSIUM_GO_OPERATOR_EXCLUSION", "false")
+    args = ["run", "--legacy-field-managers", "manager, helm,", "--go-operator-lease-namespace=x"]
+    options = options_from(parser().parse_args(args))
+    assert options.legacy_field_managers == frozenset({"manager", "helm"})
+    assert options.exclusion_lease is None
+    options = options_from(parser().parse_args(["run", "--legacy-field-managers="]))
+    assert options.legacy_field_managers == frozenset()

@@ -19,7 +19,7 @@ from controller.kube import SECRETS, Resource
 from controller.leader import LeaderElector, LeadershipLostError, Timing
 from controller.manager import Manager, Options
 from controller.reconciler import Reconciler
-from tests.integration.controller_harness import free_port
+from devcluster.layout import free_port
 from tests.unit.fake_apiserver import FakeApiServer, Lease, Watch
 
 FAST = Timing(lease_duration=3.0, renew_deadline=2.0, retry_period=0.2)
@@ -201,7 +201,12 @@ async def test_a_broken_informer_restarts_and_readiness_is_red_until_it_relisted
 ) -> None:
     port = free_port()
     kube = server.kube()
-    options = Options(leader_elect=False, health_address=f"127.0.0.1:{port}", metrics_address="0")
+    options = Options(
+        leader_elect=False,
+        health_address=f"127.0.0.1:{port}",
+        metrics_address="0",
+        exclusion_lease=None,
+    )
     manager = Manager(kube, options)
     stop = asyncio.Event()
     running = asyncio.create_task(manager.run(stop))
@@ -306,6 +311,7 @@ def leader_options(**overrides: object) -> Options:
         "workers": 1,
         "health_address": "0",
         "metrics_address": "0",
+        "exclusion_lease": None,  # no Go operator here
     }
     return Options(**(values | overrides))  # type: ignore[arg-type]
 
@@ -321,7 +327,7 @@ async def test_a_worker_that_meets_an_invalid_lease_keeps_the_key_and_keeps_work
     try:
         await manager.elector.acquire()
         clock.now = FAST.renew_deadline + 1  # e.g. the process was frozen: not safe to write
-        worker = asyncio.create_task(manager._work())
+        worker = asyncio.create_task(manager._work(asyncio.Event()))
         manager.queue.add("ns/a")
         await until(lambda: not len(manager.queue) and not manager.queue.in_flight, "key taken")
         assert not recording.started

@@ -13,7 +13,7 @@ import yaml
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
-from common import constants, crd
+from common import constants
 from common.api import (
     AUTOSCALING_BOUNDS_ORDERED,
     IMAGE_TAG_XOR_DIGEST,
@@ -21,6 +21,7 @@ from common.api import (
     TrussiumRuntimeSpec,
     TrussiumRuntimeStatus,
 )
+from hack import crd
 
 
 def test_committed_crd_is_the_generator_output() -> None:

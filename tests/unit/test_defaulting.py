@@ -8,27 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from common.defaulting import apply_defaults, json_pointer
+from tests.json_patch import apply_json_patch
 from tests.unit.strategies import json_values, runtimes
-
-
-def _apply_patch(document: Any, patch: list[dict[str, Any]]) -> Any:
-    """An RFC 6902 applier for the add/replace ops defaulting emits (independent of the code)."""
-    document = copy.deepcopy(document)
-    for op in patch:
-        *parents, last = [
-            p.replace("~1", "/").replace("~0", "~") for p in op["path"].split("/")[1:]
-        ]
-        target = document
-        for part in parents:
-            target = target[int(part)] if isinstance(target, list) else target[part]
-        assert (last in target) == (op["op"] != "add"), op
-        if op["op"] == "remove":
-            del target[last]
-        else:
-            assert op["op"] in ("add", "replace")
-            target[last] = copy.deepcopy(op["value"])
-    return document
-
 
 MINIMAL: dict[str, Any] = {
     "apiVersion": "runtime.trussium.io/v1alpha1",
@@ -54,7 +35,7 @@ def test_minimal_runtime_gets_the_contract_defaults() -> None:
         {"op": "add", "path": "/spec/replicas", "value": 1},
         {"op": "add", "path": "/spec/service", "value": {"type": "ClusterIP", "port": 9000}},
     ]
-    assert _apply_patch(MINIMAL, result.patch) == result.object
+    assert apply_json_patch(MINIMAL, result.patch) == result.object
 
 
 def test_input_is_not_mutated() -> None:
@@ -89,7 +70,7 @@ def test_null_is_replaced_like_the_api_server_does() -> None:
     obj["spec"]["replicas"] = None
     result = apply_defaults(obj)
     assert {"op": "replace", "path": "/spec/replicas", "value": 1} in result.patch
-    assert _apply_patch(obj, result.patch) == result.object
+    assert apply_json_patch(obj, result.patch) == result.object
 
 
 def test_null_without_a_default_is_pruned_like_the_api_server_does() -> None:
@@ -101,7 +82,7 @@ def test_null_without_a_default_is_pruned_like_the_api_server_does() -> None:
     assert {"op": "remove", "path": "/spec/podMetadata/labels/a"} in result.patch
     assert result.object["spec"]["podMetadata"] == {"labels": {"b": "x"}}
     assert "digest" not in result.object["spec"]["image"]
-    assert _apply_patch(obj, result.patch) == result.object
+    assert apply_json_patch(obj, result.patch) == result.object
 
 
 def test_explicit_values_are_kept() -> None:
@@ -118,7 +99,7 @@ def test_explicit_values_are_kept() -> None:
 def test_malformed_input_is_left_for_validation(spec: object) -> None:
     obj = {"metadata": {"name": "x"}, "spec": spec}
     result = apply_defaults(obj)
-    assert _apply_patch(obj, result.patch) == result.object
+    assert apply_json_patch(obj, result.patch) == result.object
     if not isinstance(spec, dict):
         assert result.object == obj
 
@@ -131,7 +112,7 @@ def test_json_pointer_escapes_per_rfc_6901() -> None:
 @given(runtimes())
 def test_defaulting_is_idempotent_and_the_patch_reproduces_it(obj: dict[str, Any]) -> None:
     first = apply_defaults(obj)
-    assert _apply_patch(obj, first.patch) == first.object
+    assert apply_json_patch(obj, first.patch) == first.object
     again = apply_defaults(first.object)
     assert again.patch == []
     assert again.object == first.object
@@ -141,4 +122,4 @@ def test_defaulting_is_idempotent_and_the_patch_reproduces_it(obj: dict[str, Any
 @given(st.dictionaries(st.sampled_from(["spec", "metadata", "status"]), json_values()))
 def test_defaulting_never_raises_on_json(obj: dict[str, Any]) -> None:
     result = apply_defaults(obj)
-    assert _apply_patch(obj, result.patch) == result.object
+    assert apply_json_patch(obj, result.patch) == result.object

@@ -13,46 +13,14 @@ import shlex
 import subprocess
 import sys
 import tomllib
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
+from hack.image.dockerfile import DOCKERFILE, Stage, parse_stages
+
 ROOT = Path(__file__).resolve().parents[2]
-DOCKERFILE = ROOT / "Dockerfile"
 BUILD_TOOLS = ("gcc", "g++", "cc", "make", "build-essential", "clang", "cmake", "rustc", "cargo")
-
-
-@dataclass
-class Stage:
-    base: str
-    name: str | None
-    instructions: list[tuple[str, str]] = field(default_factory=list)
-
-    def arguments(self, keyword: str) -> list[str]:
-        return [args for kw, args in self.instructions if kw == keyword]
-
-
-def parse_stages(text: str) -> list[Stage]:
-    """Instructions grouped by build stage, continuation lines joined, comments dropped."""
-    logical = re.sub(
-        r"\\\n",
-        " ",
-        "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#")),
-    )
-    stages: list[Stage] = []
-    for line in logical.splitlines():
-        if not line.strip():
-            continue
-        keyword, _, args = line.strip().partition(" ")
-        keyword = keyword.upper()
-        if keyword == "FROM":
-            words = args.split()
-            name = words[2] if len(words) == 3 and words[1].upper() == "AS" else None
-            stages.append(Stage(base=words[0], name=name))
-        elif stages:
-            stages[-1].instructions.append((keyword, args.strip()))
-    return stages
 
 
 def console_scripts() -> dict[str, str]:

@@ -1,4 +1,4 @@
-"""The Events of CONTRACT.md section 8: only on transitions, in a stable order."""
+"""The Events of docs/contract.md section 8: only on transitions, in a stable order."""
 
 from typing import Any
 

@@ -6,47 +6,10 @@ from typing import Any
 import pytest
 
 from common.guard import review_managed_deployment_update
+from tests.deployments import managed_deployment
 
 OPERATOR = "system:serviceaccount:trussium-system:trussium-operator"
 ADMIN = "kubernetes-admin"
-
-
-def managed_deployment() -> dict[str, Any]:
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {
-            "name": "chat",
-            "namespace": "team-a",
-            "labels": {
-                "app.kubernetes.io/name": "trussium",
-                "app.kubernetes.io/instance": "chat",
-                "app.kubernetes.io/component": "runtime",
-                "app.kubernetes.io/managed-by": "trussium-operator",
-            },
-            "ownerReferences": [
-                {
-                    "apiVersion": "runtime.trussium.io/v1alpha1",
-                    "kind": "TrussiumRuntime",
-                    "name": "chat-owner",
-                    "uid": "1",
-                    "controller": True,
-                }
-            ],
-        },
-        "spec": {
-            "replicas": 1,
-            "template": {
-                "metadata": {"annotations": {"runtime.trussium.io/config-checksum": "ab"}},
-                "spec": {
-                    "containers": [
-                        {"name": "trussium", "image": "ghcr.io/t/runtime:1.0", "resources": {}}
-                    ],
-                    "nodeSelector": {"disk": "ssd"},
-                },
-            },
-        },
-    }
 
 
 def edited(change: Any) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -1,4 +1,4 @@
-"""The rollout state and the upgrade lifecycle of CONTRACT.md section 6."""
+"""The rollout state and the upgrade lifecycle of docs/contract.md section 6."""
 
 from typing import Any
 
@@ -13,43 +13,10 @@ from common.lifecycle import (
     rollout_of,
     upgrade_of,
 )
+from tests.deployments import DEADLINE, IMAGE, QUOTA, deployment
 
-OLD = "ghcr.io/trussium/runtime:1.4.0"
+OLD = IMAGE
 NEW = "ghcr.io/trussium/runtime:1.5.0"
-DEADLINE = {
-    "type": "Progressing",
-    "status": "False",
-    "reason": "ProgressDeadlineExceeded",
-    "message": 'ReplicaSet "demo-7d9" has timed out progressing.',
-}
-QUOTA = {
-    "type": "ReplicaFailure",
-    "status": "True",
-    "reason": "FailedCreate",
-    "message": "pods are forbidden: exceeded quota",
-}
-
-
-def deployment(
-    count: int = 1,
-    *,
-    generation: int = 2,
-    observed: int = 2,
-    conditions: tuple[dict[str, str], ...] = (),
-    **counts: int,
-) -> dict[str, Any]:
-    status: dict[str, Any] = {
-        "observedGeneration": observed,
-        "replicas": count,
-        "updatedReplicas": count,
-        "readyReplicas": count,
-        "availableReplicas": count,
-        **counts,
-        "conditions": list(conditions),
-    }
-    return {"metadata": {"generation": generation}, "spec": {"replicas": count}, "status": status}
-
-
 COMPLETE = Rollout(RolloutPhase.COMPLETE)
 PROGRESSING = Rollout(RolloutPhase.PROGRESSING)
 

@@ -4,7 +4,7 @@ import io
 import json
 import logging
 
-from common.logs import JsonFormatter
+from common.logs import JsonFormatter, configure_logging
 
 SECRET = "sk-live-do-not-log"
 
@@ -27,3 +27,26 @@ def test_a_logged_exception_shows_type_and_frames_but_not_its_message() -> None:
     assert entry["error"].startswith("KeyError\n")
     assert "test_logs.py" in entry["error"], "the frames stay, for debugging"
     assert (entry["msg"], entry["hook"]) == ("unexpected error", "guard")
+
+
+def test_text_format_for_a_terminal_keeps_the_fields_and_hides_the_message() -> None:
+    stream = io.StringIO()
+    root = logging.getLogger()
+    saved = root.handlers[:], root.level
+    configure_logging("debug", "text", stream)
+    try:
+        try:
+            raise KeyError(SECRET)
+        except KeyError:
+            logging.getLogger("controller.manager").exception(
+                "reconcile error",
+                extra={"fields": {"namespace": "team-a", "error": "a b", "managers": ["m"]}},
+            )
+    finally:
+        root.handlers[:], root.level = saved
+    first, *frames = stream.getvalue().splitlines()
+    assert first.endswith(
+        ' ERROR   controller.manager: reconcile error namespace=team-a error="a b" managers=["m"]'
+    )
+    assert frames[0] == "KeyError"
+    assert SECRET not in stream.getvalue()

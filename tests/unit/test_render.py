@@ -1,4 +1,4 @@
-"""Every field of the managed objects of CONTRACT.md section 4."""
+"""Every field of the managed objects of docs/contract.md section 4."""
 
 import copy
 from typing import Any
@@ -285,6 +285,11 @@ def test_credentials_come_from_the_secret_by_reference() -> None:
 
 def test_resources_are_copied_from_the_spec() -> None:
     resources = {"requests": {"cpu": "250m", "memory": "256Mi"}, "limits": {"memory": "1Gi"}}
+    assert container(resources=resources)["resources"] == resources
+
+
+def test_resource_claims_reach_the_container_unchanged() -> None:
+    resources = {"claims": [{"name": "gpu"}, {"name": "nic", "request": "fast"}]}
     assert container(resources=resources)["resources"] == resources
 
 

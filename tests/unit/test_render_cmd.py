@@ -1,6 +1,7 @@
 """`trussium-controller render -f FILE` as a user runs it."""
 
 import io
+import json
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,7 @@ KINDS = ["ConfigMap", "ServiceAccount", "Service", "Deployment", "PodDisruptionB
 
 def render(text: str, path: str = "-") -> tuple[int, str, str]:
     stdout, stderr = io.StringIO(), io.StringIO()
-    code = run_render(path, stdout, stderr, io.StringIO(text))
+    code = run_render([path], "yaml", stdout, stderr, io.StringIO(text))
     return code, stdout.getvalue(), stderr.getvalue()
 
 
@@ -101,7 +102,40 @@ def test_a_runtime_without_a_name_cannot_be_rendered() -> None:
     text = RUNTIME.format(name="demo").replace("  name: demo\n", "  generateName: demo-\n")
     code, stdout, stderr = render(text)
     assert (code, stdout) == (1, "")
-    assert "prod/demo-: metadata.name: " in stderr
+    assert "prod/demo-: metadata.name: Required value" in stderr
+
+
+def test_folders_and_several_paths(tmp_path: Path) -> None:
+    (tmp_path / "team" / "a.yaml").parent.mkdir()
+    (tmp_path / "team" / "a.yaml").write_text(RUNTIME.format(name="a"))
+    (tmp_path / "b.yml").write_text(RUNTIME.format(name="b"))
+    (tmp_path / "notes.txt").write_text("not read")
+    stdout, stderr = io.StringIO(), io.StringIO()
+    code = run_render([str(tmp_path)], "yaml", stdout, stderr, io.StringIO())
+    assert (code, stderr.getvalue()) == (0, "")
+    assert {o["metadata"]["name"] for o in rendered(stdout.getvalue())} == {"a", "b"}
+    stdout = io.StringIO()
+    code = run_render(
+        [str(tmp_path / "b.yml"), "-"],
+        "yaml",
+        stdout,
+        stderr,
+        io.StringIO(RUNTIME.format(name="c")),
+    )
+    assert [o["metadata"]["name"] for o in rendered(stdout.getvalue())] == ["b"] * 5 + ["c"] * 5
+
+
+def test_json_output_is_one_list_kubectl_applies(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "runtime.yaml"
+    path.write_text(RUNTIME.format(name="demo"))
+    assert main(["render", "-o", "json", "-f", str(path)]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert (listed["apiVersion"], listed["kind"]) == ("v1", "List")
+    assert [o["kind"] for o in listed["items"]] == KINDS
+    assert main(["render", "-f", str(path)]) == 0
+    assert rendered(capsys.readouterr().out) == listed["items"]
 
 
 @pytest.mark.parametrize("text", ["a: [\n", "- just\n- a list\n"], ids=["yaml", "not-object"])
@@ -114,7 +148,7 @@ def test_unparsable_input_exits_2(text: str) -> None:
 def test_a_missing_file_exits_2(tmp_path: Path) -> None:
     code, _, stderr = render("", str(tmp_path / "absent.yaml"))
     assert code == 2
-    assert "absent.yaml: cannot read" in stderr
+    assert stderr == f"{tmp_path / 'absent.yaml'}: no such file or folder\n"
 
 
 def test_no_runtime_in_the_input_is_not_an_error() -> None:

@@ -1,4 +1,4 @@
-"""The status of CONTRACT.md sections 3, 6 and 7, from what a reconcile observed."""
+"""The status of docs/contract.md sections 3, 6 and 7, from what a reconcile observed."""
 
 import copy
 from typing import Any
@@ -7,23 +7,11 @@ import pytest
 
 from common.api import TrussiumRuntime
 from common.status import Outcome, compute_status, status_differs
+from tests.deployments import DEADLINE, IMAGE, QUOTA, deployment
 
-IMAGE = "ghcr.io/trussium/runtime:1.4.0"
 NEW_IMAGE = "ghcr.io/trussium/runtime:1.5.0"
 T0 = "2026-01-01T00:00:00Z"
 T1 = "2026-01-01T00:05:00Z"
-DEADLINE = {
-    "type": "Progressing",
-    "status": "False",
-    "reason": "ProgressDeadlineExceeded",
-    "message": 'ReplicaSet "demo-7d9" has timed out progressing.',
-}
-QUOTA = {
-    "type": "ReplicaFailure",
-    "status": "True",
-    "reason": "FailedCreate",
-    "message": "pods are forbidden: exceeded quota",
-}
 
 
 def runtime(
@@ -40,35 +28,6 @@ def runtime(
             "status": status,
         }
     )
-
-
-def deployment(
-    count: int = 1,
-    *,
-    image: str = IMAGE,
-    observed: int = 5,
-    conditions: tuple[dict[str, str], ...] = (),
-    containers: list[dict[str, str]] | None = None,
-    **counts: int,
-) -> dict[str, Any]:
-    return {
-        "metadata": {"name": "demo", "generation": 5},
-        "spec": {
-            "replicas": count,
-            "template": {
-                "spec": {"containers": containers or [{"name": "trussium", "image": image}]}
-            },
-        },
-        "status": {
-            "observedGeneration": observed,
-            "replicas": count,
-            "updatedReplicas": count,
-            "readyReplicas": count,
-            "availableReplicas": count,
-            **counts,
-            "conditions": list(conditions),
-        },
-    }
 
 
 SUCCESS = Outcome()
@@ -346,11 +305,13 @@ def test_status_fields_come_from_the_observed_objects() -> None:
     }
 
 
-def test_without_deployment_and_service_counts_and_images_are_empty() -> None:
+def test_zero_and_empty_fields_are_omitted_as_the_go_operator_omits_them() -> None:
     result = status(runtime(), None, service=None)
-    assert result["readyReplicas"] == result["availableReplicas"] == 0
-    assert result["currentImage"] == result["endpoint"] == ""
+    for field in ("readyReplicas", "availableReplicas", "currentImage", "endpoint"):
+        assert field not in result
+    assert "lastSuccessfulImage" not in result
     assert result["desiredImage"] == IMAGE
+    assert result["observedGeneration"] == runtime().metadata.generation
 
 
 @pytest.mark.parametrize(

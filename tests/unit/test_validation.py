@@ -1,4 +1,4 @@
-"""Validation: every rule of CONTRACT.md sections 2 and 10, all violations at once."""
+"""Validation: every rule of docs/contract.md sections 2 and 10, all violations at once."""
 
 import copy
 from typing import Any
@@ -48,7 +48,7 @@ def errors_of(obj: object, **kwargs: Any) -> dict[str, str]:
 
 def test_valid_runtime_is_allowed_without_warnings() -> None:
     result = validate_runtime(VALID, existing_secrets=frozenset({"openai", "regcred"}))
-    assert result == ValidationResult(errors=(), warnings=())
+    assert result == ValidationResult(errors=(), field_warnings=())
     assert result.allowed
 
 
@@ -585,6 +585,20 @@ def test_valid_affinity() -> None:
             "multiple of the page size 2Mi",
         ),
         ({"limits": {"hugepages-2Mi": "4Mi"}}, "spec.resources", "HugePages require cpu or memory"),
+        ({"claims": [{"request": "r"}]}, "spec.resources.claims[0].name", "Required value"),
+        ({"claims": [{"name": ""}]}, "spec.resources.claims[0].name", "must not be empty"),
+        (
+            {"claims": [{"name": "gpu"}, {"name": "gpu", "request": "b"}]},
+            "spec.resources.claims",
+            "duplicate name 'gpu'",
+        ),
+        ({"claims": [{"name": "GPU"}]}, "spec.resources.claims[0].name", "RFC 1123 label"),
+        (
+            {"claims": [{"name": "gpu", "request": "a_b"}]},
+            "spec.resources.claims[0].request",
+            "RFC 1123 label",
+        ),
+        ({"claims": [{"name": "gpu", "size": 1}]}, "spec.resources.claims[0].size", "unknown"),
     ],
 )
 def test_resource_rules(resources: dict[str, Any], path: str, fragment: str) -> None:
@@ -663,8 +677,8 @@ def test_missing_secrets_are_warnings_only_when_known() -> None:
     result = validate_runtime(VALID, existing_secrets=frozenset({"regcred"}))
     assert result.allowed
     assert result.warnings == (
-        "Secret 'openai' does not exist in this namespace yet; the runtime is not deployed "
-        "until it does",
+        "spec.provider.credentialsSecretRef.name: Secret 'openai' does not exist in this "
+        "namespace yet; the runtime is not deployed until it does",
     )
     assert validate_runtime(VALID).warnings == ()
 

@@ -68,8 +68,8 @@ def test_validate_never_raises_on_arbitrary_json(obj: Any) -> None:
 def test_validate_never_raises_on_corrupted_runtimes(obj: Any, old: Any) -> None:
     validate_runtime(obj, old, existing_secrets=frozenset({"a"}))
     result = validate_runtime(obj)
-    # Every error has a Kubernetes-style path under spec and a message.
-    assert all(e.path.startswith("spec") and e.message for e in result.errors)
+    # Every error has a Kubernetes-style path (under spec, or the name) and a message.
+    assert all(e.path.startswith(("spec", "metadata.name")) and e.message for e in result.errors)
     assert set(schema_errors(obj)) <= set(result.errors)
 
 

@@ -3,6 +3,7 @@
 import asyncio
 
 import pytest
+from prometheus_client import REGISTRY
 
 from controller.workqueue import ItemBackoff, TokenBucket, WorkQueue
 
@@ -97,3 +98,25 @@ async def test_an_earlier_delayed_add_wins_over_a_later_one() -> None:
     queue.add_after("ns/a", 0.01)
     queue.add_after("ns/a", 30)
     assert await asyncio.wait_for(queue.get(), 1) == "ns/a"
+
+
+async def test_unfinished_work_and_longest_processor_are_read_at_scrape_time() -> None:
+    clock = FakeClock()
+    queue = WorkQueue("progress-test", clock=clock)
+
+    def sample(name: str) -> float | None:
+        return REGISTRY.get_sample_value(name, {"name": "progress-test"})
+
+    assert sample("workqueue_unfinished_work_seconds") == 0.0
+    queue.add("ns/a")
+    queue.add("ns/b")
+    first = await queue.get()
+    clock.now = 3.0
+    second = await queue.get()
+    clock.now = 5.0
+    assert sample("workqueue_unfinished_work_seconds") == 5.0 + 2.0
+    assert sample("workqueue_longest_running_processor_seconds") == 5.0
+    queue.done(first or "")
+    queue.done(second or "")
+    assert sample("workqueue_unfinished_work_seconds") == 0.0
+    assert sample("workqueue_longest_running_processor_seconds") == 0.0

@@ -28,11 +28,13 @@ def make_client(
     aiohttp_client: Callable[[web.Application], Awaitable[Client]], metrics: WebhookMetrics
 ) -> MakeClient:
     async def make(
-        secret_names: SecretNames | None = None, secret_lookup_timeout: float = 0.2
+        secret_names: SecretNames | None = None,
+        secret_lookup_timeout: float = 0.2,
+        max_request_bytes: int = MAX_REQUEST_BYTES,
     ) -> Client:
         settings = AdmissionSettings(
             operator_username=OPERATOR,
-            max_request_bytes=MAX_REQUEST_BYTES,
+            max_request_bytes=max_request_bytes,
             secret_names=secret_names,
             secret_lookup_timeout=secret_lookup_timeout,
         )

@@ -89,18 +89,3 @@ def causes(result: dict[str, Any]) -> dict[str, str]:
     status = result["status"]
     assert (status["code"], status["reason"]) == (422, "Invalid")
     return {cause["field"]: cause["message"] for cause in status["details"]["causes"]}
-
-
-def apply_patch(obj: dict[str, Any], patch: list[dict[str, Any]]) -> dict[str, Any]:
-    """Apply the add/replace operations the defaulting hook emits (RFC 6902 subset)."""
-    result = copy.deepcopy(obj)
-    for operation in patch:
-        assert operation["op"] in ("add", "replace")
-        *parents, last = [
-            part.replace("~1", "/").replace("~0", "~") for part in operation["path"].split("/")[1:]
-        ]
-        target = result
-        for part in parents:
-            target = target[int(part)] if isinstance(target, list) else target[part]
-        target[last] = copy.deepcopy(operation["value"])
-    return result

@@ -1,7 +1,8 @@
 """The managed-Deployment hook over HTTP: per principal, per operation, per field."""
 
-import copy
 from typing import Any
+
+from tests.deployments import managed_deployment
 
 from .conftest import Client
 from .reviews import DEPLOYMENT_KIND, OPERATOR, RUNTIME_KIND, response, review
@@ -9,32 +10,8 @@ from .reviews import DEPLOYMENT_KIND, OPERATOR, RUNTIME_KIND, response, review
 PATH = "/validate-managed-deployment"
 
 
-def deployment() -> dict[str, Any]:
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {
-            "name": "chat",
-            "namespace": "team-a",
-            "labels": {
-                "app.kubernetes.io/name": "trussium",
-                "app.kubernetes.io/instance": "chat",
-                "app.kubernetes.io/component": "runtime",
-                "app.kubernetes.io/managed-by": "trussium-operator",
-            },
-        },
-        "spec": {
-            "replicas": 1,
-            "template": {
-                "metadata": {"labels": {"app.kubernetes.io/name": "trussium"}},
-                "spec": {"containers": [{"name": "trussium", "image": "ghcr.io/t/r:1"}]},
-            },
-        },
-    }
-
-
 def with_sidecar() -> dict[str, Any]:
-    edited = deployment()
+    edited = managed_deployment()
     edited["spec"]["template"]["spec"]["containers"].append(
         {"name": "debug", "image": "busybox", "securityContext": {"privileged": True}}
     )
@@ -47,7 +24,11 @@ async def post(client: Client, body: dict[str, Any]) -> dict[str, Any]:
 
 async def test_admin_sidecar_is_refused_with_guidance(client: Client) -> None:
     body = review(
-        with_sidecar(), old=deployment(), operation="UPDATE", kind=DEPLOYMENT_KIND, username="admin"
+        with_sidecar(),
+        old=managed_deployment(),
+        operation="UPDATE",
+        kind=DEPLOYMENT_KIND,
+        username="admin",
     )
     result = await post(client, body)
     assert result["allowed"] is False
@@ -61,7 +42,7 @@ async def test_admin_sidecar_is_refused_with_guidance(client: Client) -> None:
 async def test_operator_is_allowed(client: Client) -> None:
     body = review(
         with_sidecar(),
-        old=deployment(),
+        old=managed_deployment(),
         operation="UPDATE",
         kind=DEPLOYMENT_KIND,
         username=OPERATOR,
@@ -70,13 +51,13 @@ async def test_operator_is_allowed(client: Client) -> None:
 
 
 async def test_rollout_restart_is_allowed_even_in_dry_run(client: Client) -> None:
-    restarted = copy.deepcopy(deployment())
-    restarted["spec"]["template"]["metadata"]["annotations"] = {
-        "kubectl.kubernetes.io/restartedAt": "2026-11-29T10:00:00Z"
-    }
+    restarted = managed_deployment()
+    # What `kubectl rollout restart` adds, beside the operator's own annotations.
+    annotations = restarted["spec"]["template"]["metadata"]["annotations"]
+    annotations["kubectl.kubernetes.io/restartedAt"] = "2026-11-29T10:00:00Z"
     body = review(
         restarted,
-        old=deployment(),
+        old=managed_deployment(),
         operation="UPDATE",
         kind=DEPLOYMENT_KIND,
         username="admin",
@@ -87,12 +68,16 @@ async def test_rollout_restart_is_allowed_even_in_dry_run(client: Client) -> Non
 
 async def test_other_operations_are_not_judged(client: Client) -> None:
     for operation in ("CREATE", "DELETE"):
-        body = review(deployment(), operation=operation, kind=DEPLOYMENT_KIND, username="admin")
+        body = review(
+            managed_deployment(), operation=operation, kind=DEPLOYMENT_KIND, username="admin"
+        )
         assert (await post(client, body))["allowed"] is True
 
 
 async def test_a_runtime_sent_to_the_guard_is_a_clear_400(client: Client) -> None:
-    body = review(deployment(), old=deployment(), operation="UPDATE", kind=RUNTIME_KIND)
+    body = review(
+        managed_deployment(), old=managed_deployment(), operation="UPDATE", kind=RUNTIME_KIND
+    )
     result = await post(client, body)
     assert result["allowed"] is False
     assert result["status"]["code"] == 400
@@ -100,7 +85,7 @@ async def test_a_runtime_sent_to_the_guard_is_a_clear_400(client: Client) -> Non
 
 
 async def test_update_without_old_object_is_a_clear_400(client: Client) -> None:
-    body = review(deployment(), operation="UPDATE", kind=DEPLOYMENT_KIND)
+    body = review(managed_deployment(), operation="UPDATE", kind=DEPLOYMENT_KIND)
     result = await post(client, body)
     assert result["status"]["code"] == 400
     assert "oldObject" in result["status"]["message"]

@@ -33,7 +33,7 @@ async def test_readyz_follows_the_tls_material(
     assert (await health.get("/readyz")).status == 200
 
 
-async def test_metrics_count_verdicts_and_time_per_hook(
+async def test_metrics_under_controller_runtime_names_plus_verdicts_and_process(
     client: Client,
     aiohttp_client: Callable[[web.Application], Awaitable[HealthClient]],
     metrics: WebhookMetrics,
@@ -43,17 +43,26 @@ async def test_metrics_count_verdicts_and_time_per_hook(
         "/validate-trussiumruntime", json=make_review(sample("invalid/autoscaling.yaml"))
     )
     await client.post("/mutate-trussiumruntime", data=b"garbage")
+    await client.post("/not-a-hook", data=b"{}")
     metrics.certificate_expiry.set(1_900_000_000)
     health = await aiohttp_client(create_health_app(lambda: True, metrics))
     exposition = await (await health.get("/metrics")).text()
+    validate = 'webhook="/validate-trussiumruntime"'
     for line in (
+        f'controller_runtime_webhook_requests_total{{code="200",{validate}}} 2.0',
+        'controller_runtime_webhook_requests_total{code="400",'
+        'webhook="/mutate-trussiumruntime"} 1.0',
+        f"controller_runtime_webhook_latency_seconds_count{{{validate}}} 2.0",
+        f"controller_runtime_webhook_requests_in_flight{{{validate}}} 0.0",
         'trussium_webhook_requests_total{hook="validate-trussiumruntime",verdict="allowed"} 1.0',
         'trussium_webhook_requests_total{hook="validate-trussiumruntime",verdict="denied"} 1.0',
         'trussium_webhook_requests_total{hook="mutate-trussiumruntime",verdict="error"} 1.0',
-        'trussium_webhook_request_duration_seconds_count{hook="validate-trussiumruntime"} 2.0',
         "trussium_webhook_certificate_expiry_timestamp_seconds 1.9e+09",
     ):
         assert line in exposition
+    assert "not-a-hook" not in exposition
+    for family in ("process_resident_memory_bytes", "python_info", "python_gc_objects_collected"):
+        assert f"\n{family}" in exposition, family
 
 
 async def test_one_json_log_line_per_admission_without_contents(

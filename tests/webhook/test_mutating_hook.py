@@ -2,8 +2,10 @@
 
 import pytest
 
+from tests.json_patch import apply_json_patch
+
 from .conftest import Client
-from .reviews import apply_patch, patch_of, response, review, runtime, sample
+from .reviews import patch_of, response, review, runtime, sample
 
 PATH = "/mutate-trussiumruntime"
 
@@ -38,7 +40,7 @@ async def test_nested_defaults_apply_only_inside_present_sections(client: Client
 async def test_patch_is_idempotent(client: Client, path: str) -> None:
     obj = sample(path)
     first = response(await (await client.post(PATH, json=review(obj))).json())
-    defaulted = apply_patch(obj, patch_of(first))
+    defaulted = apply_json_patch(obj, patch_of(first))
     again = response(await (await client.post(PATH, json=review(defaulted))).json())
     assert again == {"uid": "7d6c-uid", "allowed": True}
 

@@ -2,6 +2,7 @@
 
 import io
 import json
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,9 @@ from webhook.cli import main
 from .reviews import SAMPLES
 
 MINIMAL = (SAMPLES / "valid" / "minimal.yaml").read_text()
+VALID = str(SAMPLES / "valid" / "minimal.yaml")
+LATEST = str(SAMPLES / "valid" / "latest-tag.yaml")
+AUTOSCALING = str(SAMPLES / "invalid" / "autoscaling.yaml")
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -20,34 +24,61 @@ def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
     return code, captured.out, captured.err
 
 
-def test_valid_files_exit_0(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(capsys, "-f", str(SAMPLES / "valid" / "minimal.yaml"))
+def write(folder: Path, name: str, text: str) -> str:
+    path = folder / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return str(path)
+
+
+def test_valid_files_exit_0_with_a_summary(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "-f", VALID)
     assert code == 0
-    assert "1 TrussiumRuntime(s) valid" in out
+    assert out == (
+        "1 TrussiumRuntime(s) in 1 file(s): 1 valid, 0 invalid; 0 error(s), 0 warning(s)\n"
+    )
 
 
-def test_violations_exit_1_with_file_object_and_field(
+def test_violations_exit_1_with_file_object_field_and_a_summary(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    path = SAMPLES / "invalid" / "autoscaling.yaml"
-    code, out, _ = run(capsys, "-f", str(SAMPLES / "valid" / "minimal.yaml"), "-f", str(path))
+    code, out, _ = run(capsys, "-f", VALID, "-f", AUTOSCALING)
     assert code == 1
-    assert f"{path}: default/autoscaling: spec.autoscaling: maxReplicas must be" in out
-    assert f"{path}: default/autoscaling: spec.autoscaling.enabled: autoscaling needs" in out
+    assert f"{AUTOSCALING}: default/autoscaling: spec.autoscaling: maxReplicas must be" in out
+    assert f"{AUTOSCALING}: default/autoscaling: spec.autoscaling.enabled: autoscaling needs" in out
+    assert out.splitlines()[-1] == (
+        "2 TrussiumRuntime(s) in 2 file(s): 1 valid, 1 invalid; 2 error(s), 0 warning(s) (failed)"
+    )
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["-f", VALID, AUTOSCALING, LATEST],  # what pre-commit passes: `entry` plus the files
+        [VALID, AUTOSCALING, LATEST],
+        [VALID, "-f", AUTOSCALING, "--filename", LATEST],
+    ],
+    ids=["one-f", "positional", "mixed"],
+)
+def test_several_paths_after_one_f_or_as_arguments(
+    capsys: pytest.CaptureFixture[str], args: list[str]
+) -> None:
+    code, out, _ = run(capsys, *args)
+    assert code == 1
+    assert "3 TrussiumRuntime(s) in 3 file(s): 2 valid, 1 invalid" in out
 
 
 def test_folders_are_read_recursively_and_other_kinds_skipped(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    nested = tmp_path / "a" / "b"
-    nested.mkdir(parents=True)
-    (nested / "runtime.yml").write_text(MINIMAL)
-    (tmp_path / "runtime.json").write_text(json.dumps(yaml.safe_load(MINIMAL)))
-    (tmp_path / "service.yaml").write_text("apiVersion: v1\nkind: Service\nmetadata: {name: s}\n")
-    (tmp_path / "README.md").write_text("not a manifest: {")
-    code, out, _ = run(capsys, "-f", str(tmp_path))
+    write(tmp_path, "a/b/runtime.yml", MINIMAL)
+    data = yaml.safe_load(MINIMAL.replace("name: minimal", "name: other"))
+    write(tmp_path, "runtime.json", json.dumps(data))
+    write(tmp_path, "service.yaml", "apiVersion: v1\nkind: Service\nmetadata: {name: s}\n")
+    write(tmp_path, "README.md", "not a manifest: {")
+    code, out, _ = run(capsys, str(tmp_path))
     assert code == 0
-    assert "2 TrussiumRuntime(s) valid" in out
+    assert "2 TrussiumRuntime(s) in 3 file(s): 2 valid" in out
 
 
 def test_stdin(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
@@ -58,12 +89,93 @@ def test_stdin(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPat
     assert "<stdin>: default/minimal: spec.image.tag: invalid value '-bad'" in out
 
 
+def test_a_kind_list_is_checked_item_by_item(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runtime = yaml.safe_load(MINIMAL)
+    broken = yaml.safe_load(MINIMAL.replace("name: minimal", "name: broken"))
+    broken["spec"]["replicas"] = -1
+    listed = {"apiVersion": "v1", "kind": "List", "items": [runtime, broken]}
+    monkeypatch.setattr("sys.stdin", io.StringIO(yaml.safe_dump(listed)))
+    code, out, _ = run(capsys, "-f", "-")
+    assert code == 1
+    assert "<stdin>: default/broken: spec.replicas: " in out
+    assert "2 TrussiumRuntime(s) in 1 file(s): 1 valid, 1 invalid" in out
+
+
 def test_warnings_fail_only_with_strict(capsys: pytest.CaptureFixture[str]) -> None:
-    path = str(SAMPLES / "valid" / "latest-tag.yaml")
-    code, out, _ = run(capsys, "-f", path)
+    code, out, _ = run(capsys, "-f", LATEST)
     assert code == 0
     assert "default/latest-tag: warning: spec.image.tag: the mutable tag 'latest'" in out
-    assert run(capsys, "-f", path, "--strict")[0] == 1
+    assert run(capsys, "-f", LATEST, "--strict")[0] == 1
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "field", "message"),
+    [
+        ("kind: TrussiumRuntime", "kind: TrussiumRuntme", "kind", "did you mean 'TrussiumRuntime'"),
+        ("kind: TrussiumRuntime", "kind: trussiumruntime", "kind", "did you mean"),
+        (
+            "apiVersion: runtime.trussium.io/v1alpha1",
+            "apiVersion: runtime.trusium.io/v1alpha1",
+            "apiVersion",
+            "served as runtime.trussium.io/v1alpha1, not 'runtime.trusium.io/v1alpha1'",
+        ),
+        ("kind: TrussiumRuntime", "kind: Runtime", "kind", "serves only TrussiumRuntime"),
+    ],
+    ids=["kind-typo", "kind-case", "group-typo", "other-kind-in-group"],
+)
+def test_near_misses_are_warnings_and_fail_with_strict(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, old: str, new: str, field: str, message: str
+) -> None:
+    path = write(tmp_path, "typo.yaml", MINIMAL.replace(old, new))
+    code, out, _ = run(capsys, path)
+    assert code == 0
+    assert f"{path}: default/minimal: warning: {field}: " in out
+    assert message in out
+    assert "0 TrussiumRuntime(s) in 1 file(s)" in out
+    assert run(capsys, path, "--strict")[0] == 1
+
+
+def test_unserved_version_is_a_violation(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = write(tmp_path, "old.yaml", MINIMAL.replace("v1alpha1", "v1alpha2"))
+    code, out, _ = run(capsys, path)
+    assert code == 1
+    assert "default/minimal: apiVersion: not served; use runtime.trussium.io/v1alpha1" in out
+    assert "1 TrussiumRuntime(s) in 1 file(s): 0 valid, 1 invalid" in out
+
+
+def test_a_name_is_required_unless_generate_name_is_given(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    nameless = write(tmp_path, "nameless.yaml", MINIMAL.replace("  name: minimal\n", ""))
+    code, out, _ = run(capsys, nameless)
+    assert code == 1
+    assert f"{nameless}: default/<unnamed>: metadata.name: Required value" in out
+    generated = write(tmp_path, "gen.yaml", MINIMAL.replace("name: minimal", "generateName: m-"))
+    assert run(capsys, generated)[0] == 0
+
+
+def test_the_same_runtime_twice_is_a_warning(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    first = write(tmp_path, "a.yaml", MINIMAL)
+    second = write(
+        tmp_path, "b.yaml", MINIMAL.replace("tag:", "digest: sha256:" + "a" * 64 + "\n#")
+    )
+    elsewhere = write(
+        tmp_path, "c.yaml", MINIMAL.replace("name: minimal", "name: m\n  namespace: x")
+    )
+    code, out, _ = run(capsys, str(tmp_path))
+    assert code == 0
+    assert (
+        f"{second}: default/minimal: warning: metadata.name: default/minimal is also defined "
+        f"in {first}" in out
+    )
+    assert elsewhere not in out
+    assert run(capsys, str(tmp_path), "--strict")[0] == 1
 
 
 @pytest.mark.parametrize(
@@ -76,37 +188,28 @@ def test_warnings_fail_only_with_strict(capsys: pytest.CaptureFixture[str]) -> N
 def test_parse_errors_exit_2(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, content: str, message: str
 ) -> None:
-    path = tmp_path / "broken.yaml"
-    path.write_text(content)
-    code, _, err = run(capsys, "-f", str(path), "-f", str(SAMPLES / "invalid"))
+    path = write(tmp_path, "broken.yaml", content)
+    code, out, err = run(capsys, "-f", path, "-f", str(SAMPLES / "invalid"))
     assert code == 2
-    assert str(path) in err
+    assert err.startswith(f"{path}: ")
     assert message in err
+    assert "1 input(s) unreadable (failed)" in out
 
 
 def test_missing_path_exits_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     code, _, err = run(capsys, "-f", str(tmp_path / "nope.yaml"))
     assert code == 2
-    assert "no such file or folder" in err
+    assert err == f"{tmp_path / 'nope.yaml'}: no such file or folder\n"
 
 
-def test_usage_error_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit) as exited:
-        main(["validate"])
-    assert exited.value.code == 2
+def test_no_path_is_a_one_line_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys)
+    assert (code, out) == (2, "")
+    assert err.count("\n") == 1
+    assert err.startswith("trussium-webhook validate: error: give at least one PATH")
 
 
-def test_unserved_version_is_a_violation(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path
-) -> None:
-    path = tmp_path / "old.yaml"
-    path.write_text(MINIMAL.replace("v1alpha1", "v1beta1"))
-    code, out, _ = run(capsys, "-f", str(path))
-    assert code == 1
-    assert "apiVersion: not served; use runtime.trussium.io/v1alpha1" in out
-
-
-def test_json_output(capsys: pytest.CaptureFixture[str]) -> None:
+def test_json_output_fills_field_on_every_finding(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "-o", "json", "-f", str(SAMPLES))
     report = json.loads(out)
     assert code == 1
@@ -120,15 +223,69 @@ def test_json_output(capsys: pytest.CaptureFixture[str]) -> None:
         "field": "spec.image",
         "message": "exactly one of tag or digest must be specified",
     } in report["errors"]
-    assert [w["name"] for w in report["warnings"]] == ["latest-tag"]
+    assert report["warnings"] == [
+        {
+            "file": LATEST,
+            "namespace": "default",
+            "name": "latest-tag",
+            "severity": "warning",
+            "field": "spec.image.tag",
+            "message": "the mutable tag 'latest' makes rollouts unreproducible; "
+            "pin a version tag or a digest",
+        }
+    ]
+    assert all(finding["field"] for finding in report["errors"] + report["warnings"])
+    assert report["summary"].endswith("(failed)")
+
+
+def test_junit_output_has_one_case_per_runtime(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "-o", "junit", VALID, AUTOSCALING, LATEST)
+    suite = ET.fromstring(out)
+    assert code == 1
+    assert (suite.tag, suite.get("tests"), suite.get("failures")) == ("testsuite", "3", "1")
+    cases = {case.get("name"): case for case in suite.iter("testcase")}
+    assert set(cases) == {"default/minimal", "default/autoscaling", "default/latest-tag"}
+    failure = cases["default/autoscaling"].find("failure")
+    assert failure is not None
+    assert cases["default/autoscaling"].get("classname") == AUTOSCALING
+    assert "spec.autoscaling.enabled: autoscaling needs" in (failure.text or "")
+    assert cases["default/latest-tag"].find("failure") is None
+    assert "spec.image.tag" in (cases["default/latest-tag"].findtext("system-out") or "")
+
+    strict = ET.fromstring(run(capsys, "-o", "junit", "--strict", LATEST)[1])
+    assert strict.get("failures") == "1"
+
+
+def test_junit_reports_unreadable_inputs_as_errors(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, out, _ = run(capsys, "-o", "junit", VALID, str(tmp_path / "absent.yaml"))
+    suite = ET.fromstring(out)
+    assert code == 2
+    assert (suite.get("tests"), suite.get("errors")) == ("2", "1")
+
+
+def test_sarif_output(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "-o", "sarif", AUTOSCALING, LATEST)
+    sarif = json.loads(out)
+    assert code == 1
+    assert sarif["version"] == "2.1.0"
+    (results_run,) = sarif["runs"]
+    rules = {rule["id"] for rule in results_run["tool"]["driver"]["rules"]}
+    results = results_run["results"]
+    assert {result["ruleId"] for result in results} <= rules
+    assert [r["level"] for r in results] == ["error", "error", "warning"]
+    location = results[0]["locations"][0]
+    assert location["physicalLocation"]["artifactLocation"]["uri"] == AUTOSCALING
+    assert location["logicalLocations"][0]["fullyQualifiedName"] == "default/autoscaling"
+    assert results[2]["message"]["text"].startswith("default/latest-tag: warning: spec.image.tag")
 
 
 def test_print_defaulted_writes_yaml_to_stdout(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = run(
-        capsys, "--print-defaulted", "-f", str(SAMPLES / "valid" / "latest-tag.yaml")
-    )
+    code, out, err = run(capsys, "--print-defaulted", "-f", LATEST)
     assert code == 0
     (defaulted,) = yaml.safe_load_all(out)
     assert defaulted["spec"]["replicas"] == 1
     assert defaulted["spec"]["service"] == {"type": "ClusterIP", "port": 9000}
     assert "warning" in err
+    assert "1 TrussiumRuntime(s)" in err

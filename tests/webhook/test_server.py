@@ -1,25 +1,18 @@
 """`serve` wiring: TLS from the certificate folder, readiness, stopping, draining."""
 
 import asyncio
-import socket
 import ssl
 from pathlib import Path
 
 import aiohttp
 
 from certs.cli import main_certs
+from devcluster.layout import free_port
 from webhook.app import AdmissionSettings, create_admission_app
 from webhook.metrics import WebhookMetrics
 from webhook.server import ServeOptions, serve, start_site
 
 from .reviews import OPERATOR, review, runtime
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 async def wait_ready(session: aiohttp.ClientSession, url: str) -> None:

@@ -1,6 +1,12 @@
-{{/* Chart name, at most 63 characters. */}}
+{{/*
+The program's name, at most 63 characters: the base of every object name and
+the app.kubernetes.io/name label. Deliberately not .Chart.Name: the package is
+named trussium-operator-python so that it never collides with the Go
+operator's chart, while installed objects keep their names and Deployment
+selectors (immutable) across that rename.
+*/}}
 {{- define "trussium-operator.name" -}}
-{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- default "trussium-operator" .Values.nameOverride | trunc 63 | trimSuffix "-" }}
 {{- end }}
 
 {{/*
@@ -13,7 +19,7 @@ RBAC objects, so it stays short enough for the "-controller" suffixes.
 {{- if .Values.fullnameOverride }}
 {{- .Values.fullnameOverride | trunc 52 | trimSuffix "-" }}
 {{- else }}
-{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- $name := include "trussium-operator.name" . }}
 {{- if contains $name .Release.Name }}
 {{- .Release.Name | trunc 52 | trimSuffix "-" }}
 {{- else }}
@@ -75,23 +81,43 @@ app.kubernetes.io/component: {{ index . 1 }}
 app.kubernetes.io/component: {{ index . 1 }}
 {{- end }}
 
-{{/* The Pod and container hardening both components share (the runtime's contract). */}}
-{{- define "trussium-operator.podSecurityContext" -}}
-runAsNonRoot: true
-runAsUser: 65532
-runAsGroup: 65532
-fsGroup: 65532
-seccompProfile:
-  type: RuntimeDefault
+{{/*
+Pod-spec fields both components take from their values, in the same way:
+call with (list $ "controller"). Spread constraints without a labelSelector
+get the component's selector labels.
+*/}}
+{{- define "trussium-operator.podSettings" -}}
+{{- $root := index . 0 }}
+{{- $component := index . 1 }}
+{{- $values := index $root.Values $component -}}
+terminationGracePeriodSeconds: {{ $values.terminationGracePeriodSeconds }}
+{{- with $values.podSecurityContext }}
+securityContext:
+  {{- toYaml . | nindent 2 }}
 {{- end }}
-
-{{- define "trussium-operator.containerSecurityContext" -}}
-allowPrivilegeEscalation: false
-readOnlyRootFilesystem: true
-privileged: false
-capabilities:
-  drop:
-    - ALL
+{{- with $values.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $values.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $values.affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $values.topologySpreadConstraints }}
+{{- $selector := include "trussium-operator.componentSelectorLabels" (list $root $component) | fromYaml }}
+topologySpreadConstraints:
+  {{- range . }}
+  {{- $constraint := deepCopy . }}
+  {{- if not (hasKey $constraint "labelSelector") }}
+  {{- $_ := set $constraint "labelSelector" (dict "matchLabels" $selector) }}
+  {{- end }}
+  {{- toYaml (list $constraint) | nindent 2 }}
+  {{- end }}
+{{- end }}
 {{- end }}
 
 {{/* Probes on the plain-HTTP health port named "health". */}}
@@ -112,20 +138,58 @@ readinessProbe:
   failureThreshold: 3
 {{- end }}
 
-{{/* Namespaces the admission hooks apply to: never the release's own (so the webhook cannot block its own recovery). */}}
+{{/*
+Namespaces a hook applies to: never the release's own (so the webhook cannot
+block its own recovery), only watchNamespace when set, and what the user's
+selector adds. Call with (list $ .Values.webhook.runtimeHooks).
+*/}}
 {{- define "trussium-operator.hookNamespaceSelector" -}}
+{{- $root := index . 0 }}
+{{- $user := (index . 1).namespaceSelector | default dict -}}
 namespaceSelector:
+  {{- with $user.matchLabels }}
+  matchLabels:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
   matchExpressions:
     - key: kubernetes.io/metadata.name
       operator: NotIn
       values:
-        - {{ .Release.Namespace }}
-    {{- with .Values.watchNamespace }}
+        - {{ $root.Release.Namespace }}
+    {{- with $root.Values.watchNamespace }}
     - key: kubernetes.io/metadata.name
       operator: In
       values:
         - {{ . }}
     {{- end }}
+    {{- with $user.matchExpressions }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+{{- end }}
+
+{{/*
+The failure policy, timeout and object selector a hook takes from values;
+(list $hookValues $chartLabels) where $chartLabels are matchLabels the
+chart requires (they win over the user's).
+*/}}
+{{- define "trussium-operator.hookSettings" -}}
+{{- $hook := index . 0 }}
+{{- $required := index . 1 }}
+{{- $user := $hook.objectSelector | default dict }}
+{{- $labels := merge (deepCopy $required) ($user.matchLabels | default dict) -}}
+failurePolicy: {{ $hook.failurePolicy }}
+timeoutSeconds: {{ $hook.timeoutSeconds }}
+{{- if or $labels $user.matchExpressions }}
+objectSelector:
+  {{- with $labels }}
+  matchLabels:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with $user.matchExpressions }}
+  matchExpressions:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+{{- end }}
 {{- end }}
 
 {{/* Where the API server reaches the webhook: the Service, or urlOverride in development. */}}
@@ -147,11 +211,16 @@ clientConfig:
   {{- end }}
 {{- end }}
 
-{{/* The annotations of both webhook configurations: cert-manager's cainjector fills caBundle. */}}
+{{/*
+The annotations of both webhook configurations: cert-manager's cainjector
+fills caBundle from the chart's CA Certificate, or from the serving
+Certificate (its issuer's ca.crt) when certManager.issuerRef is given.
+*/}}
 {{- define "trussium-operator.hookAnnotations" -}}
 {{- if eq .Values.certificates.mode "certManager" -}}
+{{- $webhook := include "trussium-operator.webhookName" . -}}
 annotations:
-  cert-manager.io/inject-ca-from: {{ printf "%s/%s" .Release.Namespace (include "trussium-operator.webhookName" .) }}
+  cert-manager.io/inject-ca-from: {{ printf "%s/%s" .Release.Namespace (ternary $webhook (printf "%s-ca" $webhook) (not (empty .Values.certificates.certManager.issuerRef))) }}
 {{- end }}
 {{- end }}
 

@@ -1,0 +1,97 @@
+"""Flags both programs treat alike: environment defaults, `--version`, configuration errors.
+
+Every long flag of `trussium-webhook serve` and `trussium-controller run` can
+be set as `TRUSSIUM_<FLAG_IN_UPPER_SNAKE>` (repeatable flags: comma-separated),
+so the chart can configure them either way; an explicit flag wins. The
+variables are listed in each command's `--help`, built from its flags.
+"""
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from importlib.metadata import PackageNotFoundError, version
+from typing import NoReturn, TypeAlias
+
+ENV_PREFIX = "TRUSSIUM_"
+LOG_FORMATS = ("json", "text")
+LOG_LEVELS = ("debug", "info", "warning", "error")
+# Exit code for a configuration the program cannot start with (as argparse's usage errors).
+CONFIGURATION_ERROR = 2
+_NOT_FROM_ENVIRONMENT = {"--help", "--version"}
+
+
+def package_version() -> str:
+    try:
+        return version("trussium-operator")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def env_name(flag: str) -> str:
+    """`--bind-address` (or `bind-address`) -> `TRUSSIUM_BIND_ADDRESS`."""
+    return ENV_PREFIX + flag.removeprefix("--").replace("-", "_").upper()
+
+
+def env(flag: str, default: str | None = None) -> str | None:
+    """The flag's environment variable's value, else `default`."""
+    return os.environ.get(env_name(flag), default)
+
+
+def env_list(flag: str, default: Sequence[str] = ()) -> list[str]:
+    """A repeatable flag's variable: comma-separated items, else `default`."""
+    value = env(flag)
+    return [item.strip() for item in value.split(",") if item.strip()] if value else list(default)
+
+
+def env_bool(flag: str, default: bool) -> bool:
+    """A boolean flag's variable (true/false, 1/0, yes/no, on/off), else `default`."""
+    value = env(flag)
+    if value is None:
+        return default
+    if value.lower() in ("1", "true", "yes", "on"):
+        return True
+    if value.lower() in ("0", "false", "no", "off"):
+        return False
+    raise ConfigurationError(f"{env_name(flag)}: not a boolean: {value!r}")
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse, with a usage error in one line instead of the whole usage text."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(CONFIGURATION_ERROR, f"{self.prog}: error: {message} (see --help)\n")
+
+
+Subcommands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+
+
+class ConfigurationError(Exception):
+    """Settings the program cannot start with; reported in one line, exit code 2."""
+
+
+def list_environment(parser: argparse.ArgumentParser) -> None:
+    """Append the command's TRUSSIUM_* variables to its `--help`."""
+    flags = [
+        flag
+        for action in parser._actions
+        for flag in [next((f for f in action.option_strings if f.startswith("--")), "")]
+        if flag and flag not in _NOT_FROM_ENVIRONMENT
+    ]
+    width = max(len(env_name(flag)) for flag in flags)
+    lines = [f"  {env_name(flag):<{width}}  {flag}" for flag in flags]
+    parser.epilog = (
+        "environment (an explicit flag wins; repeatable flags take a comma-separated list):\n"
+        + "\n".join(lines)
+    )
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+
+
+def add_version(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
+
+
+def fail(program: str, message: object) -> int:
+    """Report a configuration error in one line (never a traceback); the exit code."""
+    print(f"{program}: error: {' '.join(str(message).split())}", file=sys.stderr)
+    return CONFIGURATION_ERROR

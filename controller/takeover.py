@@ -1,0 +1,87 @@
+"""Taking over a managed object's legacy field ownership: one guarded write per object.
+
+The caches drop managedFields (they are large), but keep who manages an
+object (`managers_kept`), so the reconciler can tell from memory that a
+legacy manager wrote it: on first contact with objects the Go operator
+created, and whenever a legacy writer updates one again. Only then is the
+full object read, the new managedFields computed by
+`common.managed_fields.take_over`, and written with a JSON patch whose
+first operation tests the resourceVersion: a concurrent write makes it
+fail and the reconcile retries on fresh data. Nothing is deleted or
+recreated, and no field value changes; the following apply prunes.
+"""
+
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+from common.managed_fields import has_legacy_entries, take_over
+from controller.cache import Obj, strip_bookkeeping
+from controller.kube import JSON_PATCH, OWNED, ApiError, Kube
+
+log = logging.getLogger("controller.takeover")
+# What of a managedFields entry the cache keeps: enough to spot a legacy writer.
+_SUMMARY = ("manager", "operation", "subresource")
+
+
+class StaleObjectError(Exception):
+    """The object changed between the read and the guarded write: retry with fresh data."""
+
+
+def managers_kept(obj: Obj) -> Obj:
+    """The cache transform for managed objects: bookkeeping dropped, managers summarised."""
+    entries = (obj.get("metadata") or {}).get("managedFields") or ()
+    stripped = strip_bookkeeping(obj)
+    stripped["metadata"]["managedFields"] = [
+        {key: entry[key] for key in _SUMMARY if key in entry} for entry in entries
+    ]
+    return stripped
+
+
+def needs_takeover(live: Obj | None, legacy: Iterable[str]) -> bool:
+    return live is not None and has_legacy_entries(live["metadata"].get("managedFields"), legacy)
+
+
+def takeover_patch(obj: Obj, legacy: Iterable[str], manager: str) -> list[dict[str, Any]]:
+    """The guarded JSON patch moving `obj`'s legacy entries to `manager`; empty if none."""
+    meta = obj["metadata"]
+    entries = take_over(meta.get("managedFields"), legacy, manager)
+    if entries is None:
+        return []
+    return [
+        {"op": "test", "path": "/metadata/resourceVersion", "value": meta["resourceVersion"]},
+        {"op": "replace", "path": "/metadata/managedFields", "value": entries},
+    ]
+
+
+async def take_over_fields(
+    kube: Kube, kind: str, namespace: str, name: str, legacy: Iterable[str], manager: str
+) -> None:
+    """Move the legacy managers' fields of one object to `manager` (nothing to do when
+    none are left or the object is gone)."""
+    path = OWNED[kind].path(namespace, name)
+    try:
+        obj = await kube.request("GET", path)
+    except ApiError as error:
+        if error.not_found:
+            return
+        raise
+    patch = takeover_patch(obj, legacy, manager)
+    if not patch:
+        return
+    moved = sorted(
+        {str(e.get("manager")) for e in obj["metadata"].get("managedFields") or ()} & set(legacy)
+    )
+    log.info(
+        "taking over fields of legacy managers",
+        extra={"fields": {"kind": kind, "namespace": namespace, "name": name, "managers": moved}},
+    )
+    try:
+        await kube.request("PATCH", path, body=patch, content_type=JSON_PATCH)
+    except ApiError as error:
+        # A failed `test` is answered 422 (Invalid); a deleted object 404.
+        if error.not_found:
+            return
+        if error.invalid or error.conflict:
+            raise StaleObjectError(f"{kind} {namespace}/{name} changed: {error}") from error
+        raise

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Build what a release publishes, from this checkout, into DIST (default dist/):
+# the wheel, the sdist, the packaged Helm chart and SHA256SUMS over all three.
+# Publishing them (PyPI, the chart repository, the image registry) is a
+# separate, manual step: see docs/install.md, "Release steps".
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+python="${PYTHON:-$root/.venv/bin/python}"
+helm="${HELM:-$(bash "$root/hack/k8s/build.sh" | tail -n 1)/helm}"
+dist="$(mkdir -p "${DIST:-$root/dist}" && cd "${DIST:-$root/dist}" && pwd)"
+version="$(cat "$root/VERSION")"
+chart="$root/charts/trussium-operator"
+
+# One version everywhere, or no release (tests/unit/test_version.py checks the same).
+grep -qx "version: $version" "$chart/Chart.yaml" || { echo "Chart.yaml version is not $version (VERSION)" >&2; exit 1; }
+grep -qx "appVersion: \"$version\"" "$chart/Chart.yaml" || { echo "Chart.yaml appVersion is not $version (VERSION)" >&2; exit 1; }
+
+rm -f "$dist"/trussium_operator-* "$dist"/trussium-operator-python-*.tgz "$dist/SHA256SUMS"
+# No isolation: the build backend comes from the project's own environment, so
+# this needs no index beyond what `make venv` already installed.
+"$python" -m build --no-isolation --sdist --wheel --outdir "$dist" "$root" >&2
+"$helm" lint --strict "$chart" >&2
+"$helm" package "$chart" --destination "$dist" >&2
+cd "$dist"
+sha256sum trussium_operator-"$version"-*.whl trussium_operator-"$version".tar.gz \
+  trussium-operator-python-"$version".tgz > SHA256SUMS
+cat SHA256SUMS

@@ -1,0 +1,54 @@
+"""Talking to the stand-in runtime: the environment the operator renders for
+it, and its HTTP endpoints on a loopback port."""
+
+import json
+import urllib.error
+import urllib.request
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from common import constants as c
+from common.api import TrussiumRuntime
+from common.defaulting import apply_defaults
+from common.render import config_data
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+API_KEY = "sk-standin-test-0123456789"
+
+
+def rendered_environment(example: str) -> dict[str, str]:
+    """The container environment the operator gives an example runtime
+    (its ConfigMap, plus API_KEY when it references a credentials Secret)."""
+    manifest = yaml.safe_load((EXAMPLES / example).read_text())
+    runtime = TrussiumRuntime.model_validate(apply_defaults(manifest).object)
+    env = config_data(runtime.spec)
+    if runtime.spec.provider.credentials_secret_ref is not None:
+        env[c.API_KEY_ENV] = API_KEY
+    return env
+
+
+def local(env: Mapping[str, str], port: int) -> dict[str, str]:
+    """Rendered env listening on loopback and a free port instead of 0.0.0.0:9000."""
+    return {**env, c.ENV_HOST: "127.0.0.1", c.ENV_PORT: str(port)}
+
+
+def get(port: int, path: str) -> tuple[int, dict[str, Any]]:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=2) as response:
+            return response.status, json.load(response)
+    except urllib.error.HTTPError as error:
+        return error.code, json.load(error)
+
+
+def live(port: int) -> bool:
+    try:
+        return get(port, c.LIVE_PATH)[0] == 200
+    except OSError:
+        return False
+
+
+def draining(port: int) -> bool:
+    return get(port, c.READY_PATH)[0] == 503

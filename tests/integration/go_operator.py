@@ -1,0 +1,105 @@
+"""Playing the Go operator on the local control plane: its CRD, its writes, its Lease.
+
+Its managed objects are rendered with our core (the two operators render
+identical objects) and written as it writes them: plain Update calls under
+the field manager `manager`. Its CRD is the fixture restating its Helm
+chart's schema.
+"""
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from common.api import TrussiumRuntime
+from common.defaulting import apply_defaults
+from common.render import render_managed_objects
+from devcluster import ControlPlane
+from devcluster.hostoperator import install_crds
+from tests.integration.controller_harness import must_get, wait_for
+
+GO_CRD = Path(__file__).resolve().parents[1] / "fixtures" / "go-operator-crd.yaml"
+GO_MANAGER = "manager"
+GO_LEASE = "d4fd4c09.trussium.io"
+OWNED_KINDS = (
+    "configmap",
+    "serviceaccount",
+    "service",
+    "deployment",
+    "poddisruptionbudget",
+    "networkpolicy",
+    "horizontalpodautoscaler",
+)
+Obj = dict[str, Any]
+
+
+def accepts_base_url(plane: ControlPlane, base_url: str) -> bool:
+    """Whether the CRD being served admits `base_url` (a server-side dry run)."""
+    probe = {
+        "apiVersion": "runtime.trussium.io/v1alpha1",
+        "kind": "TrussiumRuntime",
+        "metadata": {"name": "schema-probe", "namespace": "default"},
+        "spec": {
+            "image": {"repository": "r", "tag": "1"},
+            "provider": {"type": "ollama", "model": "m", "baseURL": base_url},
+        },
+    }
+    answer = plane.kubectl(
+        "create", "--dry-run=server", "-f", "-", input=json.dumps(probe), check=False
+    )
+    return answer.returncode == 0
+
+
+def install_go_crd(plane: ControlPlane) -> None:
+    """Replace the served CRD by the Go operator's (same field manager as
+    install_crds, so fields only ours has are pruned), and wait until it is served."""
+    plane.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(GO_CRD))
+    wait_for(lambda: accepts_base_url(plane, "localhost:11434"), "the Go CRD served")
+
+
+def install_our_crd(plane: ControlPlane) -> None:
+    install_crds(plane)
+    wait_for(lambda: not accepts_base_url(plane, "localhost:11434"), "our CRD served")
+
+
+def render(runtime: Obj) -> list[Obj]:
+    """The objects both operators render for `runtime` (as stored, with its uid)."""
+    return render_managed_objects(TrussiumRuntime.model_validate(apply_defaults(runtime).object))
+
+
+def rendered(plane: ControlPlane, name: str, namespace: str) -> list[Obj]:
+    return render(must_get(plane, "trussiumruntime", name, namespace))
+
+
+def go_create(plane: ControlPlane, obj: Obj) -> None:
+    """Create `obj` as the Go operator does: an Update-type write by `manager`."""
+    plane.kubectl("create", f"--field-manager={GO_MANAGER}", "-f", "-", input=json.dumps(obj))
+
+
+def managers(plane: ControlPlane, kind: str, name: str, namespace: str) -> set[str]:
+    """The field managers of an object (kubectl hides managedFields unless asked)."""
+    answer = plane.kubectl(
+        "get", kind, name, "-n", namespace, "-o", "json", "--show-managed-fields"
+    )
+    obj = json.loads(answer.stdout)
+    return {str(e.get("manager")) for e in obj["metadata"].get("managedFields") or ()}
+
+
+def hold_lease(plane: ControlPlane, namespace: str, holder: str, duration: int) -> None:
+    """Create or renew the Go operator's leader Lease, as its leader does."""
+    stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    lease = {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": {"name": GO_LEASE, "namespace": namespace},
+        "spec": {
+            "holderIdentity": holder,
+            "leaseDurationSeconds": duration,
+            "acquireTime": stamp,
+            "renewTime": stamp,
+        },
+    }
+    plane.kubectl(
+        "apply", "--server-side", f"--field-manager={GO_MANAGER}", "-f", "-",
+        input=json.dumps(lease),
+    )  # fmt: skip

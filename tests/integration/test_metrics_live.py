@@ -1,0 +1,109 @@
+"""Both programs, running against the local control plane with the chart's wiring,
+expose their metrics under the names and labels dashboards and alerts expect."""
+
+import secrets
+import time
+import urllib.request
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from devcluster import ControlPlane
+from devcluster.hostoperator import HostOperator, install_crds
+
+RUNTIME = (Path(__file__).resolve().parents[1] / "samples" / "valid" / "minimal.yaml").read_text()
+Samples = dict[str, list[dict[str, str]]]
+
+# name -> the label names every sample of it carries
+CONTROLLER_METRICS = {
+    "controller_runtime_reconcile_total": {"controller", "result"},
+    "controller_runtime_reconcile_errors_total": {"controller"},
+    "controller_runtime_reconcile_time_seconds_bucket": {"controller", "le"},
+    "controller_runtime_active_workers": {"controller"},
+    "controller_runtime_max_concurrent_reconciles": {"controller"},
+    "workqueue_depth": {"name"},
+    "workqueue_adds_total": {"name"},
+    "workqueue_queue_duration_seconds_bucket": {"name", "le"},
+    "workqueue_work_duration_seconds_bucket": {"name", "le"},
+    "workqueue_unfinished_work_seconds": {"name"},
+    "workqueue_longest_running_processor_seconds": {"name"},
+    "rest_client_requests_total": {"code", "method", "host"},
+    "leader_election_master_status": {"name"},
+    "trussium_runtimes": {"ready"},
+}
+WEBHOOK_METRICS = {
+    "controller_runtime_webhook_requests_total": {"webhook", "code"},
+    "controller_runtime_webhook_latency_seconds_bucket": {"webhook", "le"},
+    "controller_runtime_webhook_requests_in_flight": {"webhook"},
+    "trussium_webhook_requests_total": {"hook", "verdict"},
+    "trussium_webhook_certificate_expiry_timestamp_seconds": set(),
+}
+PROCESS_METRICS = ("process_cpu_seconds_total", "process_resident_memory_bytes", "python_info")
+
+
+def scrape(port: int) -> Samples:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
+        text = answer.read().decode()
+    samples: Samples = defaultdict(list)
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            samples[sample.name].append(sample.labels)
+    return samples
+
+
+def value(port: int, name: str, **labels: str) -> float:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
+        text = answer.read().decode()
+    return sum(
+        sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if sample.name == name and labels.items() <= sample.labels.items()
+    )
+
+
+def assert_exposed(samples: Samples, expected: dict[str, set[str]]) -> None:
+    assert not [name for name in samples if name.endswith("_created")], "not in Go's exposition"
+    for name, labels in [*expected.items(), *((n, set()) for n in PROCESS_METRICS)]:
+        assert samples.get(name), f"{name} is not exposed"
+        for sample_labels in samples[name]:
+            assert labels <= set(sample_labels), (name, sample_labels)
+
+
+@pytest.mark.api
+def test_controller_and_webhook_metrics_on_a_running_operator(
+    plane: ControlPlane, namespace: str
+) -> None:
+    install_crds(plane)
+    release = f"trussium-operator-{secrets.token_hex(3)}"  # the chart names objects after it
+    operator = HostOperator(plane, namespace=release, release=release, watch_namespace=namespace)
+    try:
+        with operator:
+            plane.kubectl("apply", "-n", namespace, "-f", "-", input=RUNTIME)
+            deadline = time.monotonic() + 60
+            port = operator.controller_metrics_port
+            while value(port, "controller_runtime_reconcile_total") == 0:
+                assert time.monotonic() < deadline, "no reconcile within 60 s"
+                time.sleep(0.2)
+
+            controller = scrape(port)
+            webhook = scrape(operator.webhook_health_port)
+    finally:
+        plane.kubectl("delete", "--ignore-not-found", "-f", "-", input=operator.render_wiring())
+
+    assert_exposed(controller, CONTROLLER_METRICS)
+    assert {"controller": "trussiumruntime"} in controller["controller_runtime_active_workers"]
+    assert {"name": "trussiumruntime"} in controller["workqueue_unfinished_work_seconds"]
+    api_server = plane.server.removeprefix("https://")
+    assert {"code": "200", "method": "GET", "host": api_server} in controller[
+        "rest_client_requests_total"
+    ]
+    assert {"name": release} in controller["leader_election_master_status"]
+
+    assert_exposed(webhook, WEBHOOK_METRICS)
+    for path in ("/mutate-trussiumruntime", "/validate-trussiumruntime"):
+        assert {"webhook": path, "code": "200"} in webhook[
+            "controller_runtime_webhook_requests_total"
+        ]

@@ -1,0 +1,326 @@
+"""Switching from the Go operator: field takeover, invalid stored runtimes, Lease exclusion.
+
+Each test starts from what the Go operator leaves behind (see go_operator.py)
+and observes our controller only through the API server and its audit log.
+"""
+
+import json
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from devcluster import ControlPlane
+from devcluster.hostoperator import install_crds
+from tests.integration.controller_harness import (
+    Controller,
+    Obj,
+    apply,
+    audit_entries,
+    condition,
+    get,
+    must_get,
+    now,
+    reasons,
+    running_controller,
+    runtime_manifest,
+    scoped,
+    wait_condition,
+    wait_for,
+    writes,
+)
+from tests.integration.go_operator import (
+    GO_LEASE,
+    GO_MANAGER,
+    OWNED_KINDS,
+    go_create,
+    hold_lease,
+    install_go_crd,
+    install_our_crd,
+    managers,
+    render,
+    rendered,
+)
+
+ALWAYS_KEYS = {
+    "TRUSSIUM_ENVIRONMENT",
+    "TRUSSIUM_RUNTIME__HOST",
+    "TRUSSIUM_RUNTIME__PORT",
+    "TRUSSIUM_PROVIDER__NAME",
+}
+# Short, so the expiry test stays quick; the ratios are the defaults' (15/10/2).
+LEASE = ("--lease-duration=6", "--renew-deadline=4", "--retry-period=1")
+
+
+@pytest.fixture(autouse=True)
+def crd(plane: ControlPlane) -> Iterator[None]:
+    install_crds(plane)
+    yield
+    install_crds(plane)
+
+
+def no_go_exclusion(namespace: str) -> str:
+    """Point the Lease check at a namespace without the Go operator's Lease."""
+    return f"--go-operator-lease-namespace={namespace}"
+
+
+def replica_sets(plane: ControlPlane, name: str, namespace: str) -> set[str]:
+    answer = plane.kubectl(
+        "get", "rs", "-n", namespace, "-l", f"app.kubernetes.io/instance={name}", "-o", "json"
+    )
+    return {rs["metadata"]["name"] for rs in json.loads(answer.stdout)["items"]}
+
+
+def readyz(controller: Controller) -> int:
+    url = f"http://127.0.0.1:{controller.health_port}/readyz"
+    try:
+        with urllib.request.urlopen(url, timeout=2) as answer:
+            return int(answer.status)
+    except urllib.error.HTTPError as error:
+        return error.code
+
+
+def when(
+    plane: ControlPlane, kind: str, name: str, namespace: str, holds: Callable[[Obj], bool]
+) -> Obj | None:
+    """The object if `holds` holds for it, else None (for wait_for)."""
+    obj = must_get(plane, kind, name, namespace)
+    return obj if holds(obj) else None
+
+
+def template(deployment: Obj) -> Obj:
+    result: Obj = deployment["spec"]["template"]
+    return result
+
+
+@pytest.mark.cluster
+def test_switching_prunes_stale_values_and_keeps_what_others_own(
+    plane: ControlPlane, namespace: str, tmp_path: Path
+) -> None:
+    name = "rt"
+    kubectl = plane.kubectl
+    kubectl("create", "secret", "generic", "pull-a", "-n", namespace)
+    optional = {
+        "imagePullSecrets": [{"name": "pull-a"}],
+        "runtime": {
+            "providerRequestTimeoutSeconds": 30,
+            "streamIdleTimeoutSeconds": 20,
+            "shutdownDrainTimeoutSeconds": 10,
+        },
+        "service": {"port": 9100},
+        "podMetadata": {"labels": {"team": "a"}, "annotations": {"note": "x"}},
+        "networkPolicy": {"enabled": True, "ingress": [{"namespaceSelector": {}}]},
+        "autoscaling": {"enabled": True, "minReplicas": 1, "maxReplicas": 3},
+        "resources": {"requests": {"cpu": "100m"}},
+    }
+    provider = {"type": "ollama", "model": "m", "baseURL": "http://ollama:11434"}
+    apply(plane, runtime_manifest(name, namespace, provider=provider, **optional))
+    for obj in rendered(plane, name, namespace):
+        go_create(plane, obj)
+    # Others' writes, which must survive: a label and an annotation, the autoscaler's
+    # replica count (scale subresource) and `kubectl rollout restart`.
+    kubectl("label", "configmap", name, "-n", namespace, "owner=platform")
+    kubectl("annotate", "serviceaccount", name, "-n", namespace, "platform.example/owner=x")
+    kubectl("scale", "deployment", name, "-n", namespace, "--replicas=2")
+    kubectl("rollout", "restart", "deployment", name, "-n", namespace)
+
+    def settled() -> Obj | None:
+        deployment = must_get(plane, "deployment", name, namespace)
+        status = deployment.get("status") or {}
+        done = status.get("observedGeneration") == deployment["metadata"]["generation"]
+        return deployment if done and status.get("readyReplicas") == 2 else None
+
+    before = wait_for(settled, "the Go-era Deployment rolled out")
+    sets_before = replica_sets(plane, name, namespace)
+    restarted = template(before)["metadata"]["annotations"]["kubectl.kubernetes.io/restartedAt"]
+
+    with running_controller(
+        plane, tmp_path / "controller.log", *scoped(namespace), no_go_exclusion(namespace)
+    ):
+        wait_condition(plane, name, namespace, "Ready", "True", "RuntimeReady")
+        for kind in OWNED_KINDS:
+            wait_for(
+                lambda k=kind: GO_MANAGER not in managers(plane, k, name, namespace),  # type: ignore[misc]
+                f"{kind} taken over from {GO_MANAGER}",
+            )
+        after = must_get(plane, "deployment", name, namespace)
+        assert after["metadata"]["generation"] == before["metadata"]["generation"]
+        assert replica_sets(plane, name, namespace) == sets_before, "no new ReplicaSet"
+        assert after["spec"]["replicas"] == 2, "the autoscaler's replica count is kept"
+
+        # The Go operator writes again (a rollback, say): taken over again, and what it
+        # set that we do not render is pruned.
+        kubectl(
+            "label", "configmap", name, "-n", namespace, f"--field-manager={GO_MANAGER}", "go=again"
+        )
+        wait_for(
+            lambda: "go" not in must_get(plane, "configmap", name, namespace)["metadata"]["labels"],
+            "a reappearing legacy write taken over and pruned",
+        )
+        assert GO_MANAGER not in managers(plane, "configmap", name, namespace)
+
+        # Every optional field removed: every stale value must go, in all 7 kinds.
+        apply(plane, runtime_manifest(name, namespace, provider={"type": "ollama", "model": "m"}))
+        for kind in ("networkpolicy", "horizontalpodautoscaler"):
+            wait_for(lambda k=kind: get(plane, k, name, namespace) is None, f"{kind} deleted")  # type: ignore[misc]
+        config = wait_for(
+            lambda: when(
+                plane, "configmap", name, namespace, lambda c: set(c["data"]) == ALWAYS_KEYS
+            ),
+            "stale ConfigMap keys pruned",
+        )
+        assert config["metadata"]["labels"]["owner"] == "platform"
+        account = must_get(plane, "serviceaccount", name, namespace)
+        assert "imagePullSecrets" not in account
+        assert account["metadata"]["annotations"]["platform.example/owner"] == "x"
+        service = must_get(plane, "service", name, namespace)
+        assert [p["port"] for p in service["spec"]["ports"]] == [9000]
+        deployment = wait_for(
+            lambda: when(
+                plane, "deployment", name, namespace, lambda d: d["spec"]["replicas"] == 1
+            ),
+            "replicas back to the spec's",
+        )
+        pod = template(deployment)
+        assert "team" not in pod["metadata"]["labels"]
+        assert "note" not in pod["metadata"]["annotations"]
+        assert pod["metadata"]["annotations"]["kubectl.kubernetes.io/restartedAt"] == restarted
+        assert "imagePullSecrets" not in pod["spec"]
+        assert pod["spec"]["terminationGracePeriodSeconds"] == 36
+        assert not pod["spec"]["containers"][0].get("resources")
+        for kind in ("configmap", "serviceaccount", "service", "deployment", "poddisruptionbudget"):
+            assert GO_MANAGER not in managers(plane, kind, name, namespace)
+
+
+@pytest.mark.api
+def test_invalid_stored_runtimes_are_reported_untouched_and_recover(
+    plane: ControlPlane, namespace: str, tmp_path: Path
+) -> None:
+    base_url = runtime_manifest(
+        "url", namespace, provider={"type": "ollama", "model": "m", "baseURL": "localhost:11434"}
+    )
+    claims = runtime_manifest("claims", namespace, resources={"claims": [{"name": "GPU"}]})
+    install_go_crd(plane)
+    for runtime in (base_url, claims):
+        plane.kubectl("create", "-f", "-", input=json.dumps(runtime))
+    # What the Go operator rendered: ours for a valid twin, with the value it projects.
+    twin = must_get(plane, "trussiumruntime", "url", namespace)
+    twin["spec"]["provider"]["baseURL"] = "http://twin:11434"
+    objects = []
+    for obj in render(twin):
+        if obj["kind"] == "ConfigMap":
+            obj["data"]["TRUSSIUM_PROVIDER__BASE_URL"] = "localhost:11434"
+        go_create(plane, obj)
+        objects.append(obj["kind"].lower())
+    versions = {
+        k: must_get(plane, k, "url", namespace)["metadata"]["resourceVersion"] for k in objects
+    }
+    install_our_crd(plane)  # as the guide does before our controller starts
+
+    with running_controller(
+        plane, tmp_path / "controller.log", *scoped(namespace), no_go_exclusion(namespace)
+    ):
+        for name, path in (
+            ("url", "spec.provider.baseURL"),
+            ("claims", "spec.resources.claims[0].name"),
+        ):
+            runtime = wait_condition(
+                plane, name, namespace, "ConfigurationValid", "False", "InvalidSpec"
+            )
+            assert condition(runtime, "Ready") == ("False", "ConfigurationInvalid")
+            assert condition(runtime, "Degraded") == ("True", "ConfigurationInvalid")
+            assert condition(runtime, "Progressing") == ("False", "ConfigurationInvalid")
+            status = runtime["status"]
+            assert status["observedGeneration"] == runtime["metadata"]["generation"]
+            valid = next(c for c in status["conditions"] if c["type"] == "ConfigurationValid")
+            assert path in valid["message"]
+            wait_for(
+                lambda n=name: "ConfigurationInvalid" in reasons(plane, namespace, n),  # type: ignore[misc]
+                f"{name}: a Warning event",
+            )
+        for kind, version in versions.items():
+            live = must_get(plane, kind, "url", namespace)
+            assert live["metadata"]["resourceVersion"] == version, f"{kind} was written"
+
+        plane.kubectl(
+            "patch", "trussiumruntime", "url", "-n", namespace, "--type=merge",
+            "-p", '{"spec":{"provider":{"baseURL":"http://ollama:11434"}}}',
+        )  # fmt: skip
+        plane.kubectl(
+            "patch", "trussiumruntime", "claims", "-n", namespace, "--type=json",
+            "-p", '[{"op":"remove","path":"/spec/resources"}]',
+        )  # fmt: skip
+        for name in ("url", "claims"):
+            wait_condition(
+                plane, name, namespace, "ConfigurationValid", "True", "ReferencesResolved"
+            )
+            wait_for(
+                lambda n=name: "RuntimeRecovered" in reasons(plane, namespace, n),  # type: ignore[misc]
+                f"{name}: recovered",
+            )
+            assert reasons(plane, namespace, name).count("ConfigurationInvalid") == 1
+        config = must_get(plane, "configmap", "url", namespace)
+        assert config["data"]["TRUSSIUM_PROVIDER__BASE_URL"] == "http://ollama:11434"
+        assert GO_MANAGER not in managers(plane, "configmap", "url", namespace)
+
+
+@pytest.mark.api
+def test_a_fresh_go_operator_lease_holds_us_back_until_it_expires(
+    plane: ControlPlane, namespace: str, tmp_path: Path
+) -> None:
+    name = "rt"
+    apply(plane, runtime_manifest(name, namespace))
+    hold_lease(plane, namespace, "go-operator-0_abc", duration=3)
+    stopped = threading.Event()
+
+    def renew() -> None:  # the Go operator's leader renewing every second
+        while not stopped.wait(1):
+            hold_lease(plane, namespace, "go-operator-0_abc", duration=3)
+
+    renewer = threading.Thread(target=renew, daemon=True)
+    renewer.start()
+    lease = f"{namespace}/{GO_LEASE}"
+    since = now()
+    controller = Controller(
+        plane,
+        tmp_path / "controller.log",
+        *scoped(namespace),
+        f"--go-operator-lease-namespace={namespace}",
+        "--no-leader-elect",
+        *LEASE,
+    )
+    try:
+
+        def lease_reads() -> list[Obj]:
+            return [
+                e
+                for e in audit_entries(plane, since)
+                if e.get("verb") == "get" and e.get("objectRef", {}).get("name") == GO_LEASE
+            ]
+
+        wait_for(lambda: controller.metric("trussium_foreign_lease_held", lease=lease) == 1, "held")
+        wait_for(lambda: "caches synced" in controller.logs(), "the caches synced")
+        # Three more checks of the Lease after the caches synced: unblocked, the workers
+        # would have written long before.
+        first = len(lease_reads())
+        wait_for(lambda: len(lease_reads()) >= first + 3, "three more Lease checks")
+        assert writes(audit_entries(plane, since)) == [], "wrote while the Go operator led"
+        assert get(plane, "configmap", name, namespace) is None
+        assert readyz(controller) == 503, "not ready while waiting"
+        assert controller.logs().count("the Go operator holds its leader lease") == 1
+
+        stopped.set()  # the Go operator stops renewing: its Lease expires
+        wait_condition(plane, name, namespace, "ConfigurationValid", "True", "ReferencesResolved")
+        assert controller.metric("trussium_foreign_lease_held", lease=lease) == 0
+        controller.wait_ready()
+        assert controller.process.poll() is None, "proceeded without a restart"
+    except BaseException:
+        print(controller.logs())
+        raise
+    finally:
+        stopped.set()
+        renewer.join(5)
+        controller.stop()
