@@ -47,9 +47,10 @@ PROGRAM = "trussium-controller"
 IN_CLUSTER_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 
 
-def user_agent() -> str:
-    """Distinct, so audit logs and apiserver_request_total can single out the controller."""
-    return f"{c.FIELD_MANAGER}/{package_version()}"
+def user_agent(identity: str) -> str:
+    """Distinct, so audit logs and apiserver_request_total can single out the controller;
+    the identity (the pod's name) tells the audit log which replica wrote."""
+    return f"{c.FIELD_MANAGER}/{package_version()} ({identity})"
 
 
 def _default_namespace() -> str:
@@ -165,7 +166,7 @@ def options_from(args: argparse.Namespace) -> Options:
 async def run(args: argparse.Namespace) -> int:
     options = options_from(args)
     try:
-        kube = await connect(args.kubeconfig, user_agent())
+        kube = await connect(args.kubeconfig, user_agent(options.identity))
     except Exception as error:  # the client raises assorted types (even TypeError) on bad files
         where = f"--kubeconfig {args.kubeconfig}" if args.kubeconfig else "the kubeconfig"
         raise ConfigurationError(f"cannot use {where}: {error}") from None

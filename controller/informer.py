@@ -1,10 +1,13 @@
 """List-then-watch of one kind into a Store, telling a handler about every change.
 
 Watches start at the list's resourceVersion with bookmarks on, so a quiet
-kind still advances its resume point. A stream that ends is resumed from
-the last version seen; `410 Gone` or a broken stream means a relist, and
-the relist reports as changes whatever moved or vanished in between, so no
-change is lost.
+kind still advances its resume point. A stream that ends, or breaks
+because the connection did, is resumed from the last version seen (a
+broken one after a backoff). Any other failure (`410 Gone`, an unreadable
+or malformed event, an error of our own) relists after a backoff, and the
+relist reports as changes whatever moved or vanished in between, so no
+change is lost. From a failure until a watch is open again the informer
+is not `fresh`, which turns readiness red.
 """
 
 import asyncio
@@ -13,18 +16,22 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-import aiohttp
-
+from controller.backoff import Backoff
 from controller.cache import Change, Store
-from controller.kube import JSON, ApiError, Kube, Resource
+from controller.kube import JSON, ApiError, Kube, KubeError, Resource, TransportError, describe
 
 log = logging.getLogger("controller.informer")
 PAGE_SIZE = 500
-RETRY_SECONDS = (0.5, 8.0)
+# client-go's rule: a watch closed within a second with no event is a failure, not a resume.
+SHORT_WATCH_SECONDS = 1.0
 
 
 class GoneError(Exception):
     """The watch's resourceVersion is too old: relist."""
+
+
+class ShortWatchError(Exception):
+    """The server closed a watch at once without an event."""
 
 
 class Informer:
@@ -38,42 +45,74 @@ class Informer:
         label_selector: str | None = None,
         accept: tuple[str, str] = (JSON, JSON),
         store: Store | None = None,
+        backoff: Backoff | None = None,
     ) -> None:
         self.kube = kube
         self.resource = resource
         self.store = store if store is not None else Store()  # an empty Store is falsy
+        # Set by the first complete list, and kept: the cache exists from then on.
         self.synced = asyncio.Event()
+        # Listed, and watching with no failure since.
+        self.fresh = False
         self.last_error: str | None = None
         self._on_change = on_change
         self._path = resource.path(namespace)
         self._selector = {"labelSelector": label_selector} if label_selector else {}
         self._list_accept, self._watch_accept = accept
+        self._backoff = backoff or Backoff()
+        self._version = ""  # where the next watch starts: the last version handled
 
     async def run(self) -> None:
-        delay = RETRY_SECONDS[0]
+        """List and watch until cancelled; no failure ends it."""
         while True:
             try:
-                version = await self._list()
-                delay = RETRY_SECONDS[0]
-                await self._watch(version)
-            except GoneError:
-                log.info("watch expired, relisting", extra={"fields": self._fields()})
-            except (ApiError, aiohttp.ClientError, TimeoutError, ValueError) as error:
-                log.warning(
-                    "list or watch failed, relisting",
-                    extra={"fields": self._fields() | {"error": str(error)}},
-                )
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, RETRY_SECONDS[1])
+                await self._list_and_watch()
+            except Exception as error:
+                await self._back_off(error, "relisting")
 
-    def _fields(self) -> dict[str, str]:
+    async def _back_off(self, error: Exception, then: str) -> None:
+        self.fresh = False
+        delay = self._backoff.failed()
+        fields = self._fields() | {"retryInSeconds": round(delay, 2), "then": then}
+        if isinstance(error, GoneError | ShortWatchError) or (
+            isinstance(error, ApiError) and error.status == 410
+        ):
+            log.info("watch expired", extra={"fields": fields})
+        elif isinstance(error, KubeError):
+            fields["error"] = describe(error)
+            log.warning("list or watch failed", extra={"fields": fields})
+        else:
+            log.error("informer failed, restarting it", exc_info=error, extra={"fields": fields})
+        await asyncio.sleep(delay)
+
+    def _opened(self) -> None:
+        """A list completed or a watch was accepted: up to date from here on."""
+        self.fresh = True
+        self._backoff.healthy()
+
+    def _fields(self) -> dict[str, Any]:
         return {"kind": self.resource.kind}
+
+    async def _list_and_watch(self) -> None:
+        self._version = await self._list()
+        self._opened()
+        loop = asyncio.get_running_loop()
+        while True:
+            started = loop.time()
+            try:
+                events = await self._watch()
+            except TransportError as error:
+                # Nothing was lost with the connection: resume where the stream broke.
+                await self._back_off(error, "resuming")
+                continue
+            if not events and loop.time() - started < SHORT_WATCH_SECONDS:
+                raise ShortWatchError
 
     async def _list(self) -> str:
         """List everything; a failed list (not a broken watch) marks the cache unreliable."""
         try:
             items, version = await self._list_pages()
-        except (ApiError, aiohttp.ClientError, TimeoutError, ValueError) as error:
+        except KubeError as error:
             self.last_error = str(error)
             raise
         for change in self.store.replace(items):
@@ -94,15 +133,23 @@ class Informer:
             query = query | {"continue": token}
         return items, str(page["metadata"]["resourceVersion"])
 
-    async def _watch(self, version: str) -> None:
-        while True:
-            query = self._selector | {
-                "resourceVersion": version,
-                "allowWatchBookmarks": "true",
-                "timeoutSeconds": random.randint(300, 600),
-            }
-            async for event in self.kube.watch(self._path, query, accept=self._watch_accept):
-                version = self._handle(event, version)
+    async def _watch(self) -> int:
+        """One watch request until the server ends it; how many events came.
+
+        The resume point advances with every event handled, so a stream that
+        breaks resumes after the last event applied, never replaying one (a
+        replayed ADDED would put an old object back in the cache)."""
+        query = self._selector | {
+            "resourceVersion": self._version,
+            "allowWatchBookmarks": "true",
+            "timeoutSeconds": random.randint(300, 600),
+        }
+        events = 0
+        stream = self.kube.watch(self._path, query, accept=self._watch_accept, opened=self._opened)
+        async for event in stream:
+            self._version = self._handle(event, self._version)
+            events += 1
+        return events
 
     def _handle(self, event: dict[str, Any], version: str) -> str:
         kind, obj = event.get("type"), event.get("object") or {}

@@ -7,13 +7,16 @@ lists) and must never deserialize a Secret.
 """
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
 import aiohttp
+from aiohttp.http_exceptions import HttpProcessingError
 from kubernetes_asyncio import client, config
+from kubernetes_asyncio.client.exceptions import ApiException
 
 from common import constants as c
 from controller import metrics
@@ -60,7 +63,11 @@ OWNED = {
 }
 
 
-class ApiError(Exception):
+class KubeError(Exception):
+    """Anything a request can fail with that is the API server's or the network's doing."""
+
+
+class ApiError(KubeError):
     """A non-2xx answer: status code, Kubernetes reason and message (never a body dump)."""
 
     def __init__(self, status: int, reason: str, message: str) -> None:
@@ -82,12 +89,52 @@ class ApiError(Exception):
         return self.status == 422
 
 
+class TransportError(KubeError):
+    """No answer: the connection failed, broke or timed out, or the credentials could
+    not be refreshed. A watch can resume from the last version it saw. The message
+    is the underlying error's type only (a payload error can quote the payload)."""
+
+
+class UnreadableError(KubeError):
+    """An answer came but cannot be used: not JSON, not an object, or a watch line
+    over the client's limit. Resuming would meet it again; a list starts afresh."""
+
+
+# What aiohttp and the token refresh raise when the API server or the path to it
+# misbehaves: ClientError covers ServerDisconnectedError and ClientPayloadError.
+_NO_ANSWER = (aiohttp.ClientError, OSError, TimeoutError, ApiException, config.ConfigException)
+# HttpProcessingError covers LineTooLong; ValueError undecodable JSON and text.
+_UNREADABLE = (HttpProcessingError, ValueError)
+
+
+@contextmanager
+def _transport_errors() -> Iterator[None]:
+    try:
+        yield
+    except _NO_ANSWER as error:
+        raise TransportError(type(error).__name__) from error
+    except _UNREADABLE as error:
+        raise UnreadableError(type(error).__name__) from error
+
+
+def describe(error: BaseException) -> str:
+    """What a log line may say about an error: its type, and for an API error the
+    status and reason, never the message (it can quote object contents)."""
+    if isinstance(error, ApiError):
+        return f"{error.status} {error.reason}"
+    if isinstance(error, TransportError | UnreadableError):
+        return f"{type(error).__name__}: {error}"
+    return type(error).__name__
+
+
 async def _error(response: aiohttp.ClientResponse) -> ApiError:
     try:
         body = json.loads(await response.read())
-        return ApiError(response.status, str(body.get("reason", "")), str(body.get("message", "")))
     except ValueError:
+        body = None
+    if not isinstance(body, dict):
         return ApiError(response.status, response.reason or "", "")
+    return ApiError(response.status, str(body.get("reason", "")), str(body.get("message", "")))
 
 
 class Kube:
@@ -136,34 +183,49 @@ class Kube:
         accept: str = JSON,
     ) -> dict[str, Any]:
         """One request; raises ApiError on any non-2xx answer."""
-        response = await self._send(
-            method, path, query=query, body=body, content_type=content_type, accept=accept
-        )
-        async with response:
-            if not 200 <= response.status < 300:
-                raise await _error(response)
-            result: dict[str, Any] = json.loads(await response.read())
-            return result
+        with _transport_errors():
+            response = await self._send(
+                method, path, query=query, body=body, content_type=content_type, accept=accept
+            )
+            async with response:
+                if not 200 <= response.status < 300:
+                    raise await _error(response)
+                result = json.loads(await response.read())
+                if not isinstance(result, dict):
+                    raise UnreadableError("answer is not a JSON object")
+                return result
 
     async def watch(
-        self, path: str, query: dict[str, Any], accept: str = JSON
+        self,
+        path: str,
+        query: dict[str, Any],
+        accept: str = JSON,
+        opened: Callable[[], None] = lambda: None,
     ) -> AsyncIterator[dict[str, Any]]:
-        """Yield watch events until the server closes the stream."""
+        """Yield watch events until the server closes the stream; `opened` is called
+        once the server has accepted the watch.
+
+        A line longer than the client's read buffer allows (4 MiB) fails the
+        watch with UnreadableError rather than growing without bound."""
         seconds = int(query.get("timeoutSeconds", 300))
-        response = await self._send(
-            "GET",
-            path,
-            query=query | {"watch": "true"},
-            accept=accept,
-            read_timeout=aiohttp.ClientTimeout(sock_connect=30, sock_read=seconds + 30),
-        )
-        async with response:
-            if response.status != 200:
-                raise await _error(response)
-            async for line in response.content:
-                if line.strip():
-                    event: dict[str, Any] = json.loads(line)
-                    yield event
+        with _transport_errors():
+            response = await self._send(
+                "GET",
+                path,
+                query=query | {"watch": "true"},
+                accept=accept,
+                read_timeout=aiohttp.ClientTimeout(sock_connect=30, sock_read=seconds + 30),
+            )
+            async with response:
+                if response.status != 200:
+                    raise await _error(response)
+                opened()
+                async for line in response.content:
+                    if line.strip():
+                        event = json.loads(line)
+                        if not isinstance(event, dict):
+                            raise UnreadableError("watch event is not an object")
+                        yield event
 
 
 async def connect(kubeconfig: str | None, user_agent: str) -> Kube:

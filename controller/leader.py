@@ -6,7 +6,12 @@
   between hosts does not matter).
 - The leader renews every retry period; if no renewal succeeds within the
   renew deadline it has lost the lease and must stop reconciling at once
-  (the manager then exits non-zero, like controller-runtime).
+  (the manager then exits non-zero, like controller-runtime). A failed
+  renewal, whatever the API server or the network did, is only retried:
+  the renew deadline alone decides. Each attempt gets half the deadline,
+  so one hung connection cannot use it all up.
+- A standby retries every failed acquire attempt; each attempt is bounded
+  by the renew deadline, so a hung API server cannot stall it.
 - Releasing on shutdown empties the holder, so a standby takes over on its
   next retry instead of waiting out the lease.
 """
@@ -21,10 +26,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from controller import metrics
-from controller.kube import LEASES, ApiError, Kube
+from controller.kube import LEASES, ApiError, Kube, KubeError, describe
 from controller.recorder import micro_time
 
 log = logging.getLogger("controller.leader")
+RELEASE_SECONDS = 5.0
 
 
 class LeadershipLostError(Exception):
@@ -107,14 +113,15 @@ class LeaderElector:
         """Return once this process holds the Lease."""
         log.info("waiting for the leader lease", extra={"fields": self._fields()})
         while True:
+            attempt = self._clock()
             try:
-                if await self._try():
+                if await asyncio.wait_for(self._try(), self.timing.renew_deadline):
                     break
-            except (ApiError, OSError, TimeoutError) as error:
-                log.warning("cannot acquire the lease", extra={"fields": {"error": str(error)}})
+            except (KubeError, TimeoutError) as error:
+                log.warning("cannot acquire the lease", extra={"fields": self._failure(error)})
             await asyncio.sleep(self.timing.retry_period * (1 + 0.2 * random.random()))
         self.leading = True
-        self._renewed_at = self._clock()
+        self._renewed_at = attempt
         metrics.LEADER.labels(self.name).set(1)
         log.info("became leader", extra={"fields": self._fields()})
 
@@ -131,14 +138,19 @@ class LeaderElector:
         while True:
             await asyncio.sleep(self.timing.retry_period)
             last = self._renewed_at
-            remaining = last + self.timing.renew_deadline - self._clock()
+            # A renewal counts from when it was sent: a standby can only have seen
+            # the renewed record (and start its own countdown) after that.
+            attempt = self._clock()
+            remaining = last + self.timing.renew_deadline - attempt
             try:
-                renewed = remaining > 0 and await asyncio.wait_for(self._try(), remaining)
-            except (ApiError, OSError, TimeoutError) as error:
-                log.warning("lease renewal failed", extra={"fields": {"error": str(error)}})
+                renewed = remaining > 0 and await asyncio.wait_for(
+                    self._try(), min(remaining, self.timing.renew_deadline / 2)
+                )
+            except (KubeError, TimeoutError) as error:
+                log.warning("lease renewal failed", extra={"fields": self._failure(error)})
                 renewed = False
             if renewed:
-                self._renewed_at = self._clock()
+                self._renewed_at = attempt
             elif self._clock() - last >= self.timing.renew_deadline:
                 self._lost()
                 raise LeadershipLostError(f"lease {self.namespace}/{self.name} not renewed in time")
@@ -149,20 +161,26 @@ class LeaderElector:
         log.error("leader lease lost", extra={"fields": self._fields()})
 
     async def release(self) -> None:
-        """Hand the Lease over at once (best effort: it expires anyway)."""
+        """Hand the Lease over at once (best effort, bounded: it expires anyway)."""
         if not self.leading or self._lease is None:
             return
         self.leading = False
         metrics.LEADER.labels(self.name).set(0)
         lease = self._lease | {"spec": released_spec(self._lease["spec"], datetime.now(UTC))}
         try:
-            await self.kube.request("PUT", LEASES.path(self.namespace, self.name), body=lease)
+            await asyncio.wait_for(
+                self.kube.request("PUT", LEASES.path(self.namespace, self.name), body=lease),
+                RELEASE_SECONDS,
+            )
             log.info("leader lease released", extra={"fields": self._fields()})
-        except (ApiError, OSError) as error:
-            log.warning("cannot release the lease", extra={"fields": {"error": str(error)}})
+        except (KubeError, TimeoutError) as error:
+            log.warning("cannot release the lease", extra={"fields": self._failure(error)})
 
     def _fields(self) -> dict[str, str]:
         return {"lease": f"{self.namespace}/{self.name}", "identity": self.identity}
+
+    def _failure(self, error: Exception) -> dict[str, str]:
+        return self._fields() | {"error": describe(error)}
 
     async def _try(self) -> bool:
         """One acquire-or-renew attempt; a renewal reuses the Lease we wrote last (one PUT)."""

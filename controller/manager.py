@@ -27,11 +27,12 @@ from controller.kube import (
     OWNED,
     RUNTIMES,
     SECRETS,
-    ApiError,
     Kube,
+    KubeError,
     Resource,
+    describe,
 )
-from controller.leader import LeaderElector, Timing
+from controller.leader import RELEASE_SECONDS, LeaderElector, Timing
 from controller.mapping import owner_of, runtime_change, runtimes_referencing_secret
 from controller.reconciler import (
     LEGACY_FIELD_MANAGERS,
@@ -45,7 +46,14 @@ from controller.takeover import managers_kept
 from controller.workqueue import WorkQueue
 
 log = logging.getLogger("controller.manager")
-SHUTDOWN_GRACE_SECONDS = 30.0
+# The shutdown budget (docs/operations.md): in-flight reconciles get DRAIN_SECONDS
+# to finish while the Lease is still renewed, stragglers CANCEL_SECONDS to unwind
+# once cancelled, the Lease release leader.RELEASE_SECONDS. 40 s in all, under the chart's
+# terminationGracePeriodSeconds, so the process is never killed holding the Lease.
+DRAIN_SECONDS = 30.0
+CANCEL_SECONDS = 5.0
+# The whole budget: the chart's grace period must exceed it (tests/integration).
+SHUTDOWN_GRACE_SECONDS = DRAIN_SECONDS + CANCEL_SECONDS + RELEASE_SECONDS
 
 
 @dataclass(frozen=True)
@@ -142,12 +150,11 @@ class Manager:
     def _referencing_runtimes(self, change: Change) -> list[str]:
         return runtimes_referencing_secret(change, self.runtimes.store.values())
 
-    def synced(self) -> bool:
-        return all(i.synced.is_set() for i in self.informers)
-
     def ready(self) -> bool:
-        """Synced, and not waiting for the Go operator's Lease to expire."""
-        return self.synced() and (self.gate is None or self.gate.is_open())
+        """Every informer listed and watching (a broken one turns /readyz red until it is
+        up to date again), and not waiting for the Go operator's Lease to expire."""
+        fresh = all(i.fresh for i in self.informers)
+        return fresh and (self.gate is None or self.gate.is_open())
 
     def _ready_statuses(self) -> Iterator[str]:
         for runtime in self.runtimes.store.values():
@@ -190,18 +197,32 @@ class Manager:
         await asyncio.wait([holding, stopping], return_when=asyncio.FIRST_COMPLETED)
         stopping.cancel()
         if holding.done():
-            # Lease lost (or the renew loop broke): another leader may already be active.
-            log.error("stopping: leadership lost", exc_info=holding.exception())
-            for worker in workers:
-                worker.cancel()
-            await asyncio.gather(*workers, return_exceptions=True)
-            return 1
-        holding.cancel()
+            return await _leadership_lost(holding, workers)
+        # Stopping: no new key; in-flight reconciles finish while the renew loop keeps
+        # the Lease, so it cannot pass to another process while one of them still writes.
         log.info("shutting down: finishing in-flight reconciles")
         self.queue.shut_down()
-        _, late = await asyncio.wait(workers, timeout=SHUTDOWN_GRACE_SECONDS)
-        for worker in late:
-            worker.cancel()
+        drained = asyncio.create_task(asyncio.wait(workers))
+        await asyncio.wait(
+            [drained, holding], timeout=DRAIN_SECONDS, return_when=asyncio.FIRST_COMPLETED
+        )
+        drained.cancel()
+        if holding.done():
+            return await _leadership_lost(holding, workers)
+        late = [w for w in workers if not w.done()]
+        if late:
+            log.warning(
+                "cancelling reconciles still running", extra={"fields": {"count": len(late)}}
+            )
+            for worker in late:
+                worker.cancel()
+            _, stuck = await asyncio.wait(late, timeout=CANCEL_SECONDS)
+            if stuck:
+                # Releasing now could let a standby write beside them: let the Lease expire.
+                holding.cancel()
+                return 0
+        holding.cancel()
+        await asyncio.gather(holding, return_exceptions=True)
         if self.elector:
             await self.elector.release()
         return 0
@@ -210,6 +231,8 @@ class Manager:
         await asyncio.gather(*(i.synced.wait() for i in self.informers))
 
     async def _work(self, stop: asyncio.Event) -> None:
+        """Reconcile keys until the queue shuts down (or `stop` comes while the Go
+        operator holds its Lease)."""
         while True:
             gate = self.gate
             if gate and not gate.is_open() and not await _until(stop, gate.wait_open()):
@@ -217,8 +240,11 @@ class Manager:
             if (key := await self.queue.get()) is None:
                 return
             if self.elector and not self.elector.valid():
+                # Not safe to write now; the renew loop either renews in time or reports
+                # the loss (and the workers are cancelled). Keep the key for later.
                 self.queue.done(key)
-                return  # the renew loop is about to report the lost lease
+                self.queue.add_after(key, self.options.timing.retry_period)
+                continue
             if gate and not gate.is_open():
                 self.queue.done(key)
                 self.queue.add(key)  # the Go operator came back meanwhile: hold it
@@ -236,8 +262,10 @@ class Manager:
                 namespace, name = key.split("/", 1)
                 log.warning(
                     "reconcile error, retrying with backoff",
-                    exc_info=not _expected(error),
-                    extra={"fields": {"namespace": namespace, "name": name, "error": str(error)}},
+                    exc_info=error if not _expected(error) else None,
+                    extra={
+                        "fields": {"namespace": namespace, "name": name, "error": describe(error)}
+                    },
                 )
                 self.queue.add_rate_limited(key)
             else:
@@ -252,7 +280,16 @@ class Manager:
 
 def _expected(error: Exception) -> bool:
     """Failures the API explains; anything else gets a traceback in the log."""
-    return isinstance(error, ApiError | ReconcileError | OSError | TimeoutError)
+    return isinstance(error, KubeError | ReconcileError | OSError | TimeoutError)
+
+
+async def _leadership_lost(holding: asyncio.Task[None], workers: list[asyncio.Task[None]]) -> int:
+    """The renew deadline passed: another leader may already be active, so stop writing now."""
+    log.error("stopping: leadership lost", exc_info=holding.exception())
+    for worker in workers:
+        worker.cancel()
+    await asyncio.gather(*workers, return_exceptions=True)
+    return 1
 
 
 async def _until(stop: asyncio.Event, work: Coroutine[Any, Any, None]) -> bool:

@@ -16,6 +16,7 @@ from common import constants as c
 from common.api import TrussiumRuntime
 from common.defaulting import apply_defaults
 from common.events import decide_events
+from common.images import render_image
 from common.managed_fields import GO_OPERATOR_MANAGER
 from common.references import referenced_secret_names
 from common.render import ObjectRef, disabled_optional_objects, render_managed_objects
@@ -94,6 +95,7 @@ class Reconciler:
             if outcome.reference_check_error:
                 raise ReconcileError(outcome.reference_check_error)
             return
+        obj = await self._announce_upgrade(obj, runtime)
         try:
             deployment, service = await self._converge(runtime)
         except ConflictError:
@@ -106,6 +108,23 @@ class Reconciler:
             )
             raise ReconcileError(message) from error
         await self._report(obj, runtime, Outcome(), deployment, service)
+
+    async def _announce_upgrade(self, obj: Obj, runtime: TrussiumRuntime) -> Obj:
+        """Report an upgrade (status and RuntimeUpgradeStarted) before the new image is
+        applied. Reported only after the apply, a controller killed in between could
+        find the rollout finished on restart and never announce its start.
+
+        Returns the runtime as written, so the status write after the apply carries
+        the current resourceVersion."""
+        namespace, name = runtime.metadata.namespace, runtime.metadata.name
+        deployment, service = self._observed(namespace, name)
+        status = obj.get("status") or {}
+        desired = render_image(runtime.spec.image)
+        last = status.get("lastSuccessfulImage")
+        if deployment is None or not last or desired in (last, status.get("desiredImage")):
+            return obj
+        await self._report(obj, runtime, Outcome(), deployment, service)
+        return self.caches.runtimes.get(namespace, name) or obj
 
     def _observed(self, namespace: str, name: str) -> tuple[Obj | None, Obj | None]:
         return (

@@ -3,11 +3,11 @@
 What to say is decided in common.events; this names, addresses and posts it.
 The reconciler posts a transition's Events before it writes the status, under
 names derived from what they react to (`event_name`), so posting one again
-after a crash gets 409, taken as done. Otherwise posting is best effort, as
-with client-go's recorder: an API error is logged and the reconcile goes on
-to write the status (that Event is lost, the status is not held up). A
-transport error propagates and fails the reconcile; its retry posts the same
-names again.
+after a crash gets 409, taken as done. A post that fails because the API
+server or etcd is unavailable (5xx, 429, or no answer at all) fails the
+reconcile before its status write, and the retry posts the same names again.
+Other refusals are logged and that Event dropped, as client-go's recorder
+does: one bad Event must not hold the runtime up for ever.
 """
 
 import hashlib
@@ -18,7 +18,7 @@ from typing import Any
 
 from common import constants as c
 from common.events import EventDecision
-from controller.kube import EVENTS, ApiError, Kube
+from controller.kube import EVENTS, ApiError, Kube, describe
 
 log = logging.getLogger("controller.events")
 
@@ -90,7 +90,11 @@ class Recorder:
         except ApiError as error:
             if error.conflict:
                 return  # posted before a restart: this transition is already reported
+            if error.status == 429 or error.status >= 500:
+                # The API server or etcd is struggling: fail the reconcile before its
+                # status write, so the retry posts this Event (same name) instead of losing it.
+                raise
             log.warning(
                 "cannot post event",
-                extra={"fields": {"reason": decision.reason, "error": str(error)}},
+                extra={"fields": {"reason": decision.reason, "error": describe(error)}},
             )

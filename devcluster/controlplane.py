@@ -7,11 +7,14 @@ profile `node` adds one real node (containerd, runc, CNI, kubelet and
 kube-proxy: devcluster/node.py), so containers really run.
 """
 
+import json
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
+import urllib.request
 from collections.abc import Callable, Sequence
 from enum import StrEnum
 from pathlib import Path
@@ -87,6 +90,15 @@ def node_ready(node: dict[str, Any]) -> bool:
     return ready and not any(t.get("effect") in ("NoSchedule", "NoExecute") for t in taints)
 
 
+def _post_json(url: str, body: dict[str, Any]) -> dict[str, Any]:
+    request = urllib.request.Request(
+        url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        result: dict[str, Any] = json.loads(answer.read())
+        return result
+
+
 class ControlPlane:
     """Start with `start()` or `with ControlPlane(...) as plane:`; `stop()` is idempotent."""
 
@@ -98,6 +110,7 @@ class ControlPlane:
         nodes: int | None = None,
         timeout: float = 180.0,
         keep_dir: bool = False,
+        apiserver_args: Sequence[str] = (),
     ) -> None:
         try:
             self.profile = Profile(profile)
@@ -114,6 +127,7 @@ class ControlPlane:
         self._api_host = HOST
         self._timeout = timeout
         self._keep_dir = keep_dir
+        self._apiserver_args = list(apiserver_args)  # extra kube-apiserver flags
         self._layout: Layout | None = None
         self._ports: Ports | None = None
         self._rest: Rest | None = None
@@ -221,6 +235,62 @@ class ControlPlane:
         """The first component that is no longer running, if any."""
         return next((p for p in self._processes if p.exit_code() is not None), None)
 
+    # --- fault injection ------------------------------------------------------
+    # One component at a time, on a running plane; the data directory stays, so
+    # etcd comes back with every object and a restarted API server with its state.
+
+    def kill_component(self, name: str) -> None:
+        """SIGKILL the component (its whole process group) and reap it."""
+        self._component(name).kill(0.0)
+
+    def stop_component(self, name: str) -> None:
+        """SIGTERM, then SIGKILL if it is still there after the grace period."""
+        process = self._component(name)
+        process.terminate()
+        process.kill(STOP_GRACE_SECONDS)
+
+    def freeze_component(self, name: str) -> None:
+        """SIGSTOP: the process keeps its sockets open but answers nothing."""
+        self._component(name).send(signal.SIGSTOP)
+
+    def resume_component(self, name: str) -> None:
+        self._component(name).send(signal.SIGCONT)
+
+    def component_exited(self, name: str) -> bool:
+        return self._component(name).exit_code() is not None
+
+    def start_component(self, name: str) -> None:
+        """Start a stopped or killed component again (same flags, ports and data) and
+        wait until the API server is ready again."""
+        if not self.component_exited(name):
+            raise RuntimeError(f"{name} is still running")
+        self._component(name).start()
+        self.wait_ready()
+
+    def restart_component(self, name: str, *, kill: bool = False) -> None:
+        """Stop (or SIGKILL) the component, start it again, wait until the plane is ready."""
+        if kill:
+            self.kill_component(name)
+        else:
+            self.stop_component(name)
+        self.start_component(name)
+
+    def compact_etcd(self) -> int:
+        """Compact etcd's history up to its current revision (which is returned): a
+        watch from an older resourceVersion that etcd serves gets 410 Gone."""
+        if self._ports is None:
+            raise RuntimeError("control plane not started")
+        base = f"http://{HOST}:{self._ports.etcd_client}/v3/kv"
+        # Any key will do: every answer's header carries the store's revision.
+        header = _post_json(f"{base}/range", {"key": "AA=="})["header"]
+        revision = int(header["revision"])
+        _post_json(f"{base}/compaction", {"revision": revision, "physical": True})
+        return revision
+
+    def wait_ready(self) -> None:
+        """Until kube-apiserver's /readyz answers 200 (etcd reachable, caches synced)."""
+        self._wait_for("kube-apiserver /readyz", lambda: self._api().get("/readyz")[0] == 200)
+
     # --- lifecycle ----------------------------------------------------------
 
     def start(self) -> Self:
@@ -266,6 +336,12 @@ class ControlPlane:
 
     # --- internals ----------------------------------------------------------
 
+    def _component(self, name: str) -> Process:
+        for process in self._processes:
+            if process.name == name:
+                return process
+        raise ValueError(f"no component {name!r} in this plane ({', '.join(self.pids)})")
+
     def _started_layout(self) -> Layout:
         if self._layout is None:
             raise RuntimeError("control plane not started")
@@ -300,7 +376,7 @@ class ControlPlane:
         self._rest = Rest(self.server, str(pki.ca.cert), pki.clients["admin"])
 
         self._spawn("etcd", flags.etcd(bin_dir, layout, ports))
-        apiserver = flags.apiserver(bin_dir, layout, ports, pki)
+        apiserver = flags.apiserver(bin_dir, layout, ports, pki) + self._apiserver_args
         if self._node is not None:
             apiserver = nodeconfig.apiserver_flags(
                 apiserver, self._node.addresses, pki.clients["apiserver-kubelet-client"]

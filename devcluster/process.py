@@ -52,6 +52,7 @@ class Process:
         return self._popen.pid
 
     def start(self) -> None:
+        """Start (or, once it exited, start again with the same command line and log)."""
         with self.log.open("ab") as log:
             # A new session makes the pid its process group id, and keeps the
             # terminal's Ctrl-C away from it: the harness decides the stop order.
@@ -69,8 +70,12 @@ class Process:
         return None if self._popen is None else self._popen.poll()
 
     def terminate(self) -> None:
+        self.send(signal.SIGTERM)
+
+    def send(self, signum: int) -> None:
+        """Signal the whole group (SIGSTOP/SIGCONT freeze and resume it)."""
         if self._popen is not None:
-            _signal_group(self._popen.pid, signal.SIGTERM)
+            _signal_group(self._popen.pid, signum)
 
     def kill(self, grace: float) -> None:
         """Wait up to `grace` seconds after `terminate`, then SIGKILL the group and reap."""

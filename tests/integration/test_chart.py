@@ -60,7 +60,7 @@ CONTROLLER_RULES = [
         "resources": ["horizontalpodautoscalers"],
         "verbs": FULL_MANAGEMENT,
     },
-    {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list", "watch"]},
+    {"apiGroups": [""], "resources": ["secrets"], "verbs": ["list", "watch"]},
     {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch"]},
 ]
 NOT_IN_CLUSTER = {"cert-manager.io", "monitoring.coreos.com"}

@@ -329,6 +329,7 @@ def _prove_the_grant_stops_there(
         ):
             assert not can_i(plane, user, *request), f"{user} may {' '.join(request)}"
     assert not can_i(plane, controller, "create", "secrets", "-n", apps)
+    assert not can_i(plane, controller, "get", "secrets/openai", "-n", apps), "values by name"
     assert not can_i(plane, webhook, "create", "secrets", "-n", apps)
     assert not can_i(plane, webhook, "get", "secrets/openai", "-n", apps), "values by name"
     assert not can_i(plane, webhook, "patch", "secrets/other", "-n", namespace)
