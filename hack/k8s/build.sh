@@ -43,43 +43,10 @@ export CGO_ENABLED=0 GOFLAGS=-trimpath GOTOOLCHAIN=local
 step() { echo ">> [$(date +%T)] $*" >&2; }
 want() { [[ ! -x "$bin/$1" ]]; }
 
-# --- Kubernetes: wrapper module, each staging module replaced by its published version.
-if want kube-apiserver || want kube-controller-manager || want kube-scheduler || want kubectl; then
-  step "resolving k8s.io/kubernetes $KUBERNETES_VERSION"
-  mkdir -p "$work/k8s" && cd "$work/k8s"
-  go mod init trussium.local/k8sbuild >/dev/null 2>&1
-  modfile="$(go mod download -json "k8s.io/kubernetes@$KUBERNETES_VERSION" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')"
-  go mod edit -require="k8s.io/kubernetes@$KUBERNETES_VERSION"
-  for m in $(sed -n 's#^\s*\(k8s.io/[a-z0-9-]*\) => ./staging/.*#\1#p' "$modfile"); do
-    go mod edit -replace="$m=$m@$KUBERNETES_STAGING_VERSION"
-  done
-  cat > tools.go <<'GO'
-//go:build tools
-
-package tools
-
-import (
-	_ "k8s.io/kubernetes/cmd/kube-apiserver"
-	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
-	_ "k8s.io/kubernetes/cmd/kube-scheduler"
-	_ "k8s.io/kubernetes/cmd/kubectl"
-)
-GO
-  go mod tidy -e >/dev/null 2>&1 || true
-  go get "k8s.io/kubernetes/cmd/kube-apiserver@$KUBERNETES_VERSION" >/dev/null 2>&1 || true
-  minor="${KUBERNETES_VERSION#v1.}"; minor="${minor%%.*}"
-  ld="-s -w"
-  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-    ld+=" -X $pkg.gitVersion=$KUBERNETES_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
-    ld+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
-  done
-  for c in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
-    want "$c" || continue
-    step "building $c $KUBERNETES_VERSION"
-    go build -tags tools -ldflags "$ld" -o "$bin/$c.tmp" "k8s.io/kubernetes/cmd/$c"
-    mv "$bin/$c.tmp" "$bin/$c"
-  done
-fi
+# --- Kubernetes: one wrapper module (kubernetes.sh).
+# shellcheck source=kubernetes.sh
+source "$here/kubernetes.sh"
+build_kubernetes "$work/k8s" "$bin" kube-apiserver kube-controller-manager kube-scheduler kubectl
 
 # --- etcd: its server module carries replace directives, so build it from a wrapper too.
 if want etcd; then
