@@ -53,8 +53,10 @@ def go_install(plane: ControlPlane) -> Iterator[None]:
     plane.create_namespace(GO_NAMESPACE)
     plane.kubectl("apply", "-f", str(GO_BUNDLE))
     yield
-    for kind in ("mutatingwebhookconfiguration", "validatingwebhookconfiguration"):
-        plane.kubectl("delete", kind, "trussium-operator", "--ignore-not-found")
+    # Our release's cluster-scoped wiring (RBAC, webhook configurations) outlives the
+    # namespaces; left behind, it would block a later `helm install` of the same name.
+    ours = HostOperator(plane, namespace=OUR_NAMESPACE, release="trussium-operator")
+    plane.kubectl("delete", "--ignore-not-found", "-f", "-", input=ours.render_wiring())
     install_crds(plane)
     plane.delete_namespace(GO_NAMESPACE)
     plane.delete_namespace(OUR_NAMESPACE)
