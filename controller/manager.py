@@ -52,7 +52,7 @@ log = logging.getLogger("controller.manager")
 # terminationGracePeriodSeconds, so the process is never killed holding the Lease.
 DRAIN_SECONDS = 30.0
 CANCEL_SECONDS = 5.0
-# The whole budget: the chart's grace period must exceed it (tests/integration).
+# The whole budget: the chart's grace period must exceed it (tests/apiserver/test_chart_values.py).
 SHUTDOWN_GRACE_SECONDS = DRAIN_SECONDS + CANCEL_SECONDS + RELEASE_SECONDS
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from devcluster import ControlPlane, Profile
 from devcluster.hostoperator import install_crds
-from tests.integration.controller_harness import (
+from tests.support.controller_harness import (
     Controller,
     audit_entries,
     runtime_manifest,

@@ -11,7 +11,7 @@ dist="$(mkdir -p "${DIST:-$root/dist}" && cd "${DIST:-$root/dist}" && pwd)"
 version="$(cat "$root/VERSION")"
 chart="$root/charts/trussium-operator"
 
-# One version everywhere, or no release (tests/unit/test_version.py checks the same).
+# One version everywhere, or no release (tests/pure/test_version.py checks the same).
 grep -qx "version: $version" "$chart/Chart.yaml" || { echo "Chart.yaml version is not $version (VERSION)" >&2; exit 1; }
 grep -qx "appVersion: \"$version\"" "$chart/Chart.yaml" || { echo "Chart.yaml appVersion is not $version (VERSION)" >&2; exit 1; }
 

@@ -17,7 +17,7 @@ import pytest
 from devcluster import ControlPlane
 from tests.faults.rollout import apply_runtimes, ready_count, wait_converged
 from tests.faults.supervisor import Supervised
-from tests.integration.controller_harness import (
+from tests.support.controller_harness import (
     Obj,
     audit_entries,
     now,

@@ -12,7 +12,7 @@ import pytest
 
 from devcluster import ControlPlane
 from tests.faults.rollout import apply_runtimes, wait_converged
-from tests.integration.controller_harness import Controller, running_controller, scoped
+from tests.support.controller_harness import Controller, running_controller, scoped
 
 pytestmark = [pytest.mark.cluster, pytest.mark.faults]
 KILLS = 30

@@ -13,7 +13,7 @@ from devcluster import ControlPlane
 from tests.faults.proxy import Relay
 from tests.faults.rollout import apply_runtimes, wait_converged
 from tests.faults.supervisor import Supervised
-from tests.integration.controller_harness import audit_entries, now, scoped, wait_for
+from tests.support.controller_harness import audit_entries, now, scoped, wait_for
 
 pytestmark = [pytest.mark.cluster, pytest.mark.faults]
 RUNTIMES = 10

@@ -14,7 +14,8 @@ import pytest
 
 from devcluster import ControlPlane
 from devcluster.node import build_image
-from tests.integration.controller_harness import (
+from tests.node.runtime_image import STANDIN_REPOSITORY, STANDIN_TAG, import_standin
+from tests.support.controller_harness import (
     Obj,
     apply,
     condition,
@@ -23,7 +24,6 @@ from tests.integration.controller_harness import (
     wait_condition,
     wait_for,
 )
-from tests.node.runtime_image import STANDIN_REPOSITORY, STANDIN_TAG, import_standin
 
 pytestmark = pytest.mark.node
 REPO = Path(__file__).resolve().parents[2]

@@ -15,7 +15,15 @@ import yaml
 
 from devcluster import ControlPlane
 from devcluster.hostoperator import install_crds
-from tests.integration.controller_harness import (
+from tests.node.runtime_image import (
+    MISSING_TAG,
+    STANDIN_REPOSITORY,
+    STANDIN_TAG,
+    UPGRADE_TAG,
+    import_standin,
+    pin_by_digest,
+)
+from tests.support.controller_harness import (
     Obj,
     apply,
     condition,
@@ -26,14 +34,6 @@ from tests.integration.controller_harness import (
     scoped,
     wait_condition,
     wait_for,
-)
-from tests.node.runtime_image import (
-    MISSING_TAG,
-    STANDIN_REPOSITORY,
-    STANDIN_TAG,
-    UPGRADE_TAG,
-    import_standin,
-    pin_by_digest,
 )
 
 pytestmark = pytest.mark.node

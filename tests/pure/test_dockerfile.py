@@ -123,7 +123,7 @@ def test_builder_copies_every_packaged_module(stages: list[Stage]) -> None:
 
 def test_dockerignore_keeps_local_state_out_but_build_inputs_in(stages: list[Stage]) -> None:
     patterns = dockerignore_patterns()
-    for path in (".venv/bin/python", ".git/HEAD", "tests/unit/test_dockerfile.py"):
+    for path in (".venv/bin/python", ".git/HEAD", "tests/pure/test_dockerfile.py"):
         assert ignored(path, patterns), f"{path} would be sent to the build"
     sources = {src for args in stages[0].arguments("COPY") for src in args.split()[:-1]}
     for source in sources:

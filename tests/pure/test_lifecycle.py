@@ -13,7 +13,7 @@ from common.lifecycle import (
     rollout_of,
     upgrade_of,
 )
-from tests.deployments import DEADLINE, IMAGE, QUOTA, deployment
+from tests.support.deployments import DEADLINE, IMAGE, QUOTA, deployment
 
 OLD = IMAGE
 NEW = "ghcr.io/trussium/runtime:1.5.0"

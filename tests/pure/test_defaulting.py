@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from common.defaulting import apply_defaults, json_pointer
-from tests.json_patch import apply_json_patch
-from tests.unit.strategies import json_values, runtimes
+from tests.support.json_patch import apply_json_patch
+from tests.support.strategies import json_values, runtimes
 
 MINIMAL: dict[str, Any] = {
     "apiVersion": "runtime.trussium.io/v1alpha1",

@@ -19,8 +19,8 @@ import pytest
 from devcluster import ControlPlane
 from devcluster.hostoperator import install_crds
 from devcluster.layout import free_port
-from tests.integration.chart import CHART, container, find, fullname, release_name, render
-from tests.integration.controller_harness import (
+from tests.support.chart import CHART, container, find, fullname, release_name, render
+from tests.support.controller_harness import (
     get,
     must_get,
     running_controller,

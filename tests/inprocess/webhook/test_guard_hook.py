@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from tests.deployments import managed_deployment
+from tests.support.deployments import managed_deployment
 
 from .conftest import Client
 from .reviews import DEPLOYMENT_KIND, OPERATOR, RUNTIME_KIND, response, review

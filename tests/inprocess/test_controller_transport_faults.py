@@ -20,7 +20,7 @@ from controller.leader import LeaderElector, LeadershipLostError, Timing
 from controller.manager import Manager, Options
 from controller.reconciler import Reconciler
 from devcluster.layout import free_port
-from tests.unit.fake_apiserver import FakeApiServer, Lease, Watch
+from tests.support.fake_apiserver import FakeApiServer, Lease, Watch
 
 FAST = Timing(lease_duration=3.0, renew_deadline=2.0, retry_period=0.2)
 CONFIGMAPS = Resource("v1", "ConfigMap", "configmaps")

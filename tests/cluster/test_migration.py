@@ -15,7 +15,7 @@ import pytest
 
 from devcluster import ControlPlane
 from devcluster.hostoperator import install_crds
-from tests.integration.controller_harness import (
+from tests.support.controller_harness import (
     Controller,
     Obj,
     apply,
@@ -32,7 +32,7 @@ from tests.integration.controller_harness import (
     wait_for,
     writes,
 )
-from tests.integration.go_operator import (
+from tests.support.go_operator import (
     GO_LEASE,
     GO_MANAGER,
     OWNED_KINDS,

@@ -13,7 +13,7 @@ from prometheus_client import REGISTRY, CollectorRegistry
 
 import controller.metrics  # noqa: F401  (registers the controller's metrics in REGISTRY)
 from devcluster import ControlPlane
-from tests.integration.chart import find, fullname, release_name, render
+from tests.support.chart import find, fullname, release_name, render
 from webhook.metrics import WebhookMetrics
 
 pytestmark = pytest.mark.api

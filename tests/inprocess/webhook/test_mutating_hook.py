@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.json_patch import apply_json_patch
+from tests.support.json_patch import apply_json_patch
 
 from .conftest import Client
 from .reviews import patch_of, response, review, runtime, sample

@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 
 from common.guard import review_managed_deployment_update
-from tests.deployments import managed_deployment
+from tests.support.deployments import managed_deployment
 
 OPERATOR = "system:serviceaccount:trussium-system:trussium-operator"
 ADMIN = "kubernetes-admin"

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from common.defaulting import apply_defaults
 from common.validation import schema_errors, validate_runtime
-from tests.unit.strategies import json_values, runtimes
+from tests.support.strategies import json_values, runtimes
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

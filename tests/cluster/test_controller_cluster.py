@@ -14,7 +14,7 @@ import pytest
 
 from devcluster import ControlPlane
 from devcluster.hostoperator import install_crds
-from tests.integration.controller_harness import (
+from tests.support.controller_harness import (
     IMAGE,
     Controller,
     Obj,

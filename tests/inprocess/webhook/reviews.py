@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-SAMPLES = Path(__file__).parent.parent / "samples"
+SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 OPERATOR = "system:serviceaccount:trussium-system:trussium-operator"
 RUNTIME_KIND = {"group": "runtime.trussium.io", "version": "v1alpha1", "kind": "TrussiumRuntime"}
 DEPLOYMENT_KIND = {"group": "apps", "version": "v1", "kind": "Deployment"}

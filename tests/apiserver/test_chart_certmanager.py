@@ -42,8 +42,8 @@ from devcluster.certmanager import install_crds as install_cert_manager_crds
 from devcluster.hostoperator import install_crds
 from devcluster.layout import free_port
 from devcluster.process import Process, tail
-from tests.integration.chart import as_list, find, fullname, release_name, render
-from tests.integration.controller_harness import runtime_manifest
+from tests.support.chart import as_list, find, fullname, release_name, render
+from tests.support.controller_harness import runtime_manifest
 
 pytestmark = pytest.mark.api
 

@@ -7,7 +7,7 @@ import pytest
 
 from common.api import TrussiumRuntime
 from common.status import Outcome, compute_status, status_differs
-from tests.deployments import DEADLINE, IMAGE, QUOTA, deployment
+from tests.support.deployments import DEADLINE, IMAGE, QUOTA, deployment
 
 NEW_IMAGE = "ghcr.io/trussium/runtime:1.5.0"
 T0 = "2026-01-01T00:00:00Z"

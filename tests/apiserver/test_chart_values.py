@@ -13,7 +13,7 @@ import yaml
 from controller.cli import parser as controller_parser
 from controller.manager import SHUTDOWN_GRACE_SECONDS
 from devcluster import ControlPlane
-from tests.integration.chart import (
+from tests.support.chart import (
     CHART,
     as_list,
     container,

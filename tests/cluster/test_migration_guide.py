@@ -17,13 +17,13 @@ import pytest
 
 from devcluster import ControlPlane
 from devcluster.hostoperator import CRD_NAME, HostOperator, install_crds
-from tests.integration.controller_harness import (
+from tests.support.controller_harness import (
     get,
     must_get,
     runtime_manifest,
     wait_for,
 )
-from tests.integration.go_operator import (
+from tests.support.go_operator import (
     GO_CRD,
     GO_LEASE,
     GO_MANAGER,
@@ -34,7 +34,7 @@ from tests.integration.go_operator import (
     managers,
     rendered,
 )
-from tests.integration.migration_guide import guide_steps, run_step
+from tests.support.migration_guide import guide_steps, run_step
 
 pytestmark = pytest.mark.cluster
 REPO = Path(__file__).resolve().parents[2]

@@ -9,7 +9,7 @@ import pytest
 
 from controller.cli import parser as controller_parser
 from devcluster import ControlPlane
-from tests.integration.chart import (
+from tests.support.chart import (
     CERT_MODE_VALUES,
     CHART,
     as_list,

@@ -21,15 +21,15 @@ import pytest
 
 from devcluster import ControlPlane
 from devcluster.hostoperator import CHART, CRD_NAME, HostOperator, install_crds
-from tests.integration.controller_harness import get, must_get, runtime_manifest, wait_for
-from tests.integration.go_operator import (
+from tests.support.controller_harness import get, must_get, runtime_manifest, wait_for
+from tests.support.go_operator import (
     GO_LEASE,
     accepts_base_url,
     go_create,
     hold_lease,
     rendered,
 )
-from tests.integration.migration_guide import guide_steps, run_step
+from tests.support.migration_guide import guide_steps, run_step
 
 pytestmark = pytest.mark.cluster
 GO_CHART = Path(__file__).resolve().parents[1] / "fixtures" / "go-operator-chart"
