@@ -41,9 +41,13 @@ from controller.kube import connect
 from controller.leader import Timing
 from controller.manager import Manager, Options
 from controller.render_cmd import add_render_arguments, run_render
+from controller.tokenbucket import TokenBucket
 
 log = logging.getLogger("controller")
 PROGRAM = "trussium-controller"
+# controller-runtime's defaults, which the Go operator ran with (ADR 0016).
+KUBE_API_QPS = 20.0
+KUBE_API_BURST = 30
 IN_CLUSTER_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 
 
@@ -70,6 +74,18 @@ def _run_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> N
         ("--kubeconfig", {"default": None, "help": "else in-cluster, else KUBECONFIG"}),
         ("--watch-namespace", {"default": "", "help": "watch only this namespace (empty: all)"}),
         ("--workers", {"type": int, "default": 4}),
+        (
+            "--kube-api-qps",
+            {
+                "type": float,
+                "default": KUBE_API_QPS,
+                "help": "requests a second to the API server, on average; 0: no client-side limit",
+            },
+        ),
+        (
+            "--kube-api-burst",
+            {"type": int, "default": KUBE_API_BURST, "help": "requests at once above the rate"},
+        ),
         ("--leader-election-id", {"default": c.FIELD_MANAGER, "help": "Lease name"}),
         ("--leader-election-namespace", {"default": None, "help": "default: the pod's"}),
         ("--lease-duration", {"type": float, "default": 15.0}),
@@ -163,10 +179,23 @@ def options_from(args: argparse.Namespace) -> Options:
     )
 
 
+def limiter_from(args: argparse.Namespace) -> TokenBucket | None:
+    """The client-side bound on requests; None when `--kube-api-qps` is 0."""
+    qps, burst = float(args.kube_api_qps), int(args.kube_api_burst)
+    if qps < 0:
+        raise ConfigurationError("--kube-api-qps must be 0 (no limit) or more")
+    if qps == 0:
+        return None
+    if burst < 1:
+        raise ConfigurationError("--kube-api-burst must be at least 1")
+    return TokenBucket(qps, burst)
+
+
 async def run(args: argparse.Namespace) -> int:
     options = options_from(args)
+    limiter = limiter_from(args)
     try:
-        kube = await connect(args.kubeconfig, user_agent(options.identity))
+        kube = await connect(args.kubeconfig, user_agent(options.identity), limiter)
     except Exception as error:  # the client raises assorted types (even TypeError) on bad files
         where = f"--kubeconfig {args.kubeconfig}" if args.kubeconfig else "the kubeconfig"
         raise ConfigurationError(f"cannot use {where}: {error}") from None
@@ -180,6 +209,8 @@ async def run(args: argparse.Namespace) -> int:
             "fields": {
                 "identity": options.identity,
                 "watchNamespace": options.watch_namespace or "",
+                "kubeApiQPS": limiter.qps if limiter else 0,
+                "kubeApiBurst": limiter.burst if limiter else 0,
                 "leaderElect": options.leader_elect,
                 "legacyFieldManagers": sorted(options.legacy_field_managers),
                 "goOperatorLease": str(options.exclusion_lease or ""),

@@ -6,6 +6,7 @@ types the generated methods do not offer (server-side apply, metadata-only
 lists) and must never deserialize a Secret.
 """
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
@@ -20,6 +21,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from common import constants as c
 from controller import metrics
+from controller.tokenbucket import TokenBucket
 
 JSON = "application/json"
 APPLY_PATCH = "application/apply-patch+yaml"
@@ -138,10 +140,24 @@ async def _error(response: aiohttp.ClientResponse) -> ApiError:
 
 
 class Kube:
-    """JSON over the API client's authenticated aiohttp session."""
+    """JSON over the API client's authenticated aiohttp session.
 
-    def __init__(self, api: client.ApiClient) -> None:
+    With a `limiter`, every request (a watch's too) first waits for a token, as
+    client-go's QPS and burst make it; without one, only the API server's
+    priority and fairness limits apply."""
+
+    def __init__(self, api: client.ApiClient, limiter: TokenBucket | None = None) -> None:
         self.api = api
+        self.limiter = limiter
+        self._host = urlsplit(api.configuration.host).netloc
+
+    async def _throttle(self, method: str) -> None:
+        if self.limiter is None:
+            return
+        delay = self.limiter.reserve()
+        metrics.REST_CLIENT_RATE_LIMITER_DURATION.labels(method, self._host).observe(delay)
+        if delay:
+            await asyncio.sleep(delay)
 
     async def _send(
         self,
@@ -154,6 +170,7 @@ class Kube:
         accept: str = JSON,
         read_timeout: aiohttp.ClientTimeout | None = None,
     ) -> aiohttp.ClientResponse:
+        await self._throttle(method)
         code = "<error>"
         try:
             response: aiohttp.ClientResponse = await self.api.call_api(
@@ -169,8 +186,7 @@ class Kube:
             code = str(response.status)
             return response
         finally:
-            host = urlsplit(self.api.configuration.host).netloc
-            metrics.REST_CLIENT_REQUESTS.labels(code, method, host).inc()
+            metrics.REST_CLIENT_REQUESTS.labels(code, method, self._host).inc()
 
     async def request(
         self,
@@ -228,7 +244,9 @@ class Kube:
                         yield event
 
 
-async def connect(kubeconfig: str | None, user_agent: str) -> Kube:
+async def connect(
+    kubeconfig: str | None, user_agent: str, limiter: TokenBucket | None = None
+) -> Kube:
     """Kubeconfig when given, else in-cluster, else KUBECONFIG / ~/.kube/config."""
     configuration = client.Configuration()
     if kubeconfig:
@@ -240,4 +258,4 @@ async def connect(kubeconfig: str | None, user_agent: str) -> Kube:
             await config.load_kube_config(client_configuration=configuration)
     api = client.ApiClient(configuration)
     api.user_agent = user_agent
-    return Kube(api)
+    return Kube(api, limiter)

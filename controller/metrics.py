@@ -72,6 +72,12 @@ REST_CLIENT_REQUESTS = Counter(
     '("<error>" when no answer came).',
     ["code", "method", "host"],
 )
+REST_CLIENT_RATE_LIMITER_DURATION = Histogram(
+    "rest_client_rate_limiter_duration_seconds",
+    "Client side rate limiter latency in seconds. Broken down by verb, and host.",
+    ["verb", "host"],
+    buckets=(0.005, 0.025, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60),
+)
 LEADER = Gauge(
     "leader_election_master_status",
     "1 while this process holds the leader lease, else 0.",

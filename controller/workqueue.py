@@ -15,6 +15,7 @@ from collections import deque
 from collections.abc import Callable
 
 from controller import metrics
+from controller.tokenbucket import TokenBucket
 
 BASE_DELAY = 0.005
 MAX_DELAY = 1000.0
@@ -38,24 +39,6 @@ class ItemBackoff:
         self._failures.pop(key, None)
 
 
-class TokenBucket:
-    """Global limit: each retry reserves a token; the delay is how long until it exists."""
-
-    def __init__(
-        self, qps: float = QPS, burst: int = BURST, clock: Callable[[], float] = time.monotonic
-    ) -> None:
-        self.qps, self.burst, self._clock = qps, burst, clock
-        self._tokens = float(burst)
-        self._at = clock()
-
-    def reserve(self) -> float:
-        now = self._clock()
-        self._tokens = min(self.burst, self._tokens + (now - self._at) * self.qps)
-        self._at = now
-        self._tokens -= 1
-        return 0.0 if self._tokens >= 0 else -self._tokens / self.qps
-
-
 class WorkQueue:
     def __init__(
         self,
@@ -66,7 +49,7 @@ class WorkQueue:
     ) -> None:
         self.name = name
         self.backoff = backoff or ItemBackoff()
-        self.bucket = bucket or TokenBucket()
+        self.bucket = bucket or TokenBucket(QPS, BURST)
         self._clock = clock
         self._queue: deque[str] = deque()
         self._dirty: set[str] = set()

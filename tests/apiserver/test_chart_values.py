@@ -33,6 +33,8 @@ ESCAPE_HATCHES: dict[str, Any] = {
     "controller": {
         "terminationGracePeriodSeconds": 90,
         "extraArgs": ["--log-level=debug", "--workers=8"],
+        "kubeApiQPS": 50.5,
+        "kubeApiBurst": 100,
         "extraEnv": [
             {"name": "HTTPS_PROXY", "value": "http://proxy.example:3128"},
             {
@@ -137,6 +139,7 @@ def test_escape_hatches_render_where_expected_and_are_accepted(
     ran = controller_parser().parse_args([*main["command"][1:], *main["args"]])
     assert ran.workers == 8, "a flag repeated in extraArgs wins"
     assert ran.log_level == "debug"
+    assert (ran.kube_api_qps, ran.kube_api_burst) == (50.5, 100)
     env = {e["name"]: e for e in main["env"]}
     assert set(env) == {"POD_NAME", "HTTPS_PROXY", "NODE_NAME"}
     assert {"name": "ca-certs", "mountPath": "/etc/ssl/corporate", "readOnly": True} in main[
@@ -219,6 +222,9 @@ def test_defaults_keep_the_hardening_and_outlast_each_programs_shutdown(
     webhook = find(objects, "Deployment", f"{name}-webhook")["spec"]["template"]["spec"]
 
     assert controller["terminationGracePeriodSeconds"] == 60
+    main = container({"spec": {"template": {"spec": controller}}})
+    ran = controller_parser().parse_args([*main["command"][1:], *main["args"]])
+    assert (ran.kube_api_qps, ran.kube_api_burst) == (20.0, 30), "controller-runtime's"
     assert controller["terminationGracePeriodSeconds"] > SHUTDOWN_GRACE_SECONDS
     served_container = container({"spec": {"template": {"spec": webhook}}})
     served = webhook_parser().parse_args(
@@ -365,6 +371,7 @@ def test_every_new_value_has_a_schema_description() -> None:
         "runtimeHooks",
         "deploymentGuard",
     ]
+    hatches["controller"] += ["kubeApiQPS", "kubeApiBurst"]
     missing = [
         f"{component}.{key}"
         for component, keys in hatches.items()

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from controller.cli import main, options_from, parser
+from controller.cli import limiter_from, main, options_from, parser
 
 
 def test_defaults_match_adr_0001(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -99,3 +99,31 @@ def test_go_operator_migration_defaults_and_their_switches(
     assert options.exclusion_lease is None
     options = options_from(parser().parse_args(["run", "--legacy-field-managers="]))
     assert options.legacy_field_managers == frozenset()
+
+
+def test_client_rate_limit_defaults_to_controller_runtimes_and_zero_turns_it_off(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    limiter = limiter_from(parser().parse_args(["run"]))
+    assert limiter is not None
+    assert (limiter.qps, limiter.burst) == (20.0, 30)
+    monkeypatch.setenv("TRUSSIUM_KUBE_API_QPS", "50")
+    monkeypatch.setenv("TRUSSIUM_KUBE_API_BURST", "100")
+    limiter = limiter_from(parser().parse_args(["run"]))
+    assert limiter is not None
+    assert (limiter.qps, limiter.burst) == (50.0, 100)
+    assert limiter_from(parser().parse_args(["run", "--kube-api-qps", "0"])) is None
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--kube-api-qps", "-1"], "--kube-api-qps must be 0 (no limit) or more"),
+        (["--kube-api-burst", "0"], "--kube-api-burst must be at least 1"),
+    ],
+)
+def test_an_unusable_client_rate_limit_is_a_one_line_error_exit_2(
+    flags: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["run", *flags]) == 2
+    assert capsys.readouterr().err == f"trussium-controller: error: {message}\n"

@@ -5,7 +5,8 @@ import asyncio
 import pytest
 from prometheus_client import REGISTRY
 
-from controller.workqueue import ItemBackoff, TokenBucket, WorkQueue
+from controller.tokenbucket import TokenBucket
+from controller.workqueue import ItemBackoff, WorkQueue
 
 
 class FakeClock:

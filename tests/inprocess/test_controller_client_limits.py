@@ -1,0 +1,39 @@
+"""`--kube-api-qps` and `--kube-api-burst`: the controller's requests to the API server,
+as the server sees them, come at most `burst` at once and then at the rate."""
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+
+import pytest
+
+from controller.kube import Kube
+from controller.tokenbucket import TokenBucket
+from tests.support.fake_apiserver import FakeApiServer
+
+PATH = "/api/v1/configmaps"
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[FakeApiServer]:
+    fake = await FakeApiServer().start()
+    yield fake
+    await fake.stop()
+
+
+async def test_requests_beyond_the_burst_arrive_at_the_configured_rate(
+    server: FakeApiServer,
+) -> None:
+    kube = Kube(server.kube().api, TokenBucket(qps=20, burst=3))
+    started = time.monotonic()
+    try:
+        await asyncio.wait_for(
+            asyncio.gather(*(kube.request("GET", PATH) for _ in range(13))), timeout=10
+        )
+    finally:
+        await kube.api.close()
+    arrivals = server.lists_of(PATH)
+    assert len(arrivals) == 13
+    # The burst leaves at once; the 10 after it are 1/20 s apart, the last at 0.5 s.
+    assert arrivals[2] - started < 0.4
+    assert arrivals[-1] - started >= 0.5
