@@ -57,11 +57,19 @@ def main() -> None:
     parser.add_argument("--runtimes", type=int, default=100)
     parser.add_argument("--idle-seconds", type=int, default=60)
     parser.add_argument("--timeout", type=float, default=900.0)
+    parser.add_argument(
+        "--controller-arg",
+        action="append",
+        default=[],
+        help="a `trussium-controller run` flag, e.g. --controller-arg=--workers=8 (repeatable)",
+    )
     args = parser.parse_args()
     with ControlPlane(Profile.CLUSTER) as plane, tempfile.TemporaryDirectory() as scratch:
         install_crds(plane)
         plane.create_namespace(NAMESPACE)
-        controller = Controller(plane, Path(scratch) / "controller.log", identity="bench")
+        controller = Controller(
+            plane, Path(scratch) / "controller.log", *args.controller_arg, identity="bench"
+        )
         try:
             controller.wait_ready()
             manifests = {
@@ -82,7 +90,7 @@ def main() -> None:
             idle_from = datetime.now(UTC)
             time.sleep(args.idle_seconds)
             idle_to = datetime.now(UTC)
-            print(f"runtimes: {args.runtimes}")
+            print(f"runtimes: {args.runtimes} {' '.join(args.controller_arg)}")
             print(f"apply -> all Ready: {elapsed:.1f}s")
             print(f"requests until Ready: {by_verb(audit_entries(plane, started_at, ready_at))}")
             idle = audit_entries(plane, idle_from, idle_to)
