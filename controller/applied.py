@@ -11,6 +11,7 @@ Deployment controller's revision) are not ours, and apply would keep them.
 
 import hashlib
 import json
+import sys
 from typing import Any
 
 from controller.cache import Obj, strip_bookkeeping
@@ -19,12 +20,24 @@ Key = tuple[str, str, str]
 
 
 def _key(obj: Obj) -> Key:
+    """Interned, so the key shares its strings with the cached objects."""
     meta = obj["metadata"]
-    return obj["kind"], meta.get("namespace", ""), meta["name"]
+    return sys.intern(obj["kind"]), sys.intern(meta.get("namespace", "")), sys.intern(meta["name"])
+
+
+# Where a cached object keeps `fields_digest` in place of the fields (controller/compact.py);
+# no Kubernetes field has a slash in its name.
+FIELDS_DIGEST = "trussium.io/fields-digest"
+_NOT_FIELDS = ("apiVersion", "kind", "metadata", "status", FIELDS_DIGEST)
 
 
 def _digest(value: Any) -> str:
-    return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()
+    return hashlib.blake2b(json.dumps(value, sort_keys=True).encode(), digest_size=16).hexdigest()
+
+
+def fields_digest(obj: Obj) -> str:
+    """A digest of the object's own fields (spec, data, ...): neither metadata nor status."""
+    return _digest({k: v for k, v in obj.items() if k not in _NOT_FIELDS})
 
 
 def live_fingerprint(live: Obj, rendered: Obj) -> str:
@@ -35,24 +48,24 @@ def live_fingerprint(live: Obj, rendered: Obj) -> str:
         for field in ("labels", "annotations")
     }
     kept["ownerReferences"] = meta.get("ownerReferences")
-    rest = {k: v for k, v in live.items() if k not in ("metadata", "status")}
-    return _digest([kept, rest])
+    fields = live.get(FIELDS_DIGEST) or fields_digest(live)
+    return _digest([kept, fields])
+
+
+def _state(rendered: Obj, live: Obj) -> str:
+    return _digest([rendered, live_fingerprint(live, rendered)])
 
 
 class AppliedObjects:
     def __init__(self) -> None:
-        self._applied: dict[Key, tuple[str, str]] = {}
+        self._applied: dict[Key, str] = {}
 
     def unchanged(self, rendered: Obj, live: Obj | None) -> bool:
         seen = self._applied.get(_key(rendered))
-        return (
-            live is not None
-            and seen is not None
-            and seen == (_digest(rendered), live_fingerprint(live, rendered))
-        )
+        return live is not None and seen is not None and seen == _state(rendered, live)
 
     def record(self, rendered: Obj, answer: Obj) -> None:
-        self._applied[_key(rendered)] = (_digest(rendered), live_fingerprint(answer, rendered))
+        self._applied[_key(rendered)] = _state(rendered, answer)
 
     def forget(self, namespace: str, name: str) -> None:
         """Drop what was remembered for a runtime's objects (they share its name)."""

@@ -5,6 +5,7 @@ needs is kept: managedFields are dropped (often the largest part of an
 object), and Secrets keep nothing but their identity.
 """
 
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -15,9 +16,10 @@ LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 
 def key_of(obj: Obj) -> str:
+    """`namespace/name`, interned: every cache and the work queue share one copy."""
     meta = obj["metadata"]
     namespace = meta.get("namespace", "")
-    return f"{namespace}/{meta['name']}" if namespace else str(meta["name"])
+    return sys.intern(f"{namespace}/{meta['name']}" if namespace else str(meta["name"]))
 
 
 def strip_bookkeeping(obj: Obj) -> Obj:

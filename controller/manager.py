@@ -17,7 +17,8 @@ from prometheus_client import REGISTRY
 
 from common import constants as c
 from controller import metrics
-from controller.cache import Change, Store, identity_only
+from controller.cache import Change, Store
+from controller.compact import managed_form, runtime_form, secret_form
 from controller.exclusion import GO_OPERATOR_LEASE, ForeignLeaseGate, LeaseRef
 from controller.health import metrics_app, probes_app, serve
 from controller.informer import Informer
@@ -42,7 +43,6 @@ from controller.reconciler import (
     Reconciler,
 )
 from controller.recorder import Recorder
-from controller.takeover import managers_kept
 from controller.workqueue import WorkQueue
 
 log = logging.getLogger("controller.manager")
@@ -108,9 +108,9 @@ class Manager:
     def watches(self) -> list[Informer]:
         """What triggers a reconcile: runtimes first, owned kinds, Secrets last."""
         return [
-            self._watch(RUNTIMES, runtime_change),
+            self._watch(RUNTIMES, runtime_change, store=Store(runtime_form)),
             *(
-                self._watch(r, owner_of, c.MANAGED_SELECTOR, store=Store(managers_kept))
+                self._watch(r, owner_of, c.MANAGED_SELECTOR, store=Store(managed_form(r.kind)))
                 for r in OWNED.values()
             ),
             self._watch(SECRETS, self._referencing_runtimes, metadata_only=True),
@@ -144,7 +144,7 @@ class Manager:
             enqueue,
             namespace=self.options.watch_namespace,
             accept=(METADATA_ONLY, METADATA_ONLY_WATCH),
-            store=Store(identity_only),
+            store=Store(secret_form),
         )
 
     def _referencing_runtimes(self, change: Change) -> list[str]:
