@@ -21,7 +21,6 @@ from common.managed_fields import GO_OPERATOR_MANAGER
 from common.references import referenced_secret_names
 from common.render import ObjectRef, disabled_optional_objects, render_managed_objects
 from common.status import Outcome, compute_status, invalid_spec_status, status_differs
-from common.validation import validate_runtime
 from controller.applied import AppliedObjects
 from controller.cache import Obj, Store
 from controller.drift import POD_TEMPLATE, foreign_removals, service_ports_restoration
@@ -29,6 +28,7 @@ from controller.informer import Informer
 from controller.kube import APPLY_PATCH, JSON_PATCH, OWNED, RUNTIMES, ApiError, Kube
 from controller.recorder import Recorder
 from controller.takeover import StaleObjectError, needs_takeover, take_over_fields
+from controller.validated import ValidVersions
 
 log = logging.getLogger("controller.reconciler")
 LEGACY_FIELD_MANAGERS = frozenset({GO_OPERATOR_MANAGER})
@@ -62,6 +62,7 @@ class Reconciler:
         self.recorder = recorder
         self.legacy_managers = legacy_managers
         self.applied = AppliedObjects()
+        self.valid = ValidVersions()
 
     async def reconcile(self, key: str) -> None:
         namespace, name = key.split("/", 1)
@@ -69,22 +70,23 @@ class Reconciler:
         obj = self.caches.runtimes.get(namespace, name)
         if obj is None:
             self.applied.forget(namespace, name)
+            self.valid.forget(key)
             return
         if obj["metadata"].get("deletionTimestamp"):
             return
-        verdict = validate_runtime(obj)
-        if verdict.errors:
+        errors = self.valid.errors(key, obj)
+        if errors:
             # Admitted by an older or looser CRD, or while the webhook was bypassed: report
             # it and leave the managed objects exactly as they are until the spec is fixed.
             deployment, service = self._observed(namespace, name)
             now = datetime.now(UTC)
             status = invalid_spec_status(
-                obj, verdict.errors, deployment=deployment, service=service, now=_stamp(now)
+                obj, errors, deployment=deployment, service=service, now=_stamp(now)
             )
             if status_differs(obj.get("status"), status):
                 log.warning(
                     "invalid TrussiumRuntime, not reconciled until its spec is fixed",
-                    extra={"fields": fields | {"paths": [e.path for e in verdict.errors]}},
+                    extra={"fields": fields | {"paths": [e.path for e in errors]}},
                 )
             await self._publish(obj, status, now)
             return
