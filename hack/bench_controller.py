@@ -3,7 +3,8 @@
 Applies N TrussiumRuntimes at once on the cluster profile, and prints the
 time from `kubectl apply` to all Ready, the controller's API requests by
 verb during that and during an idle period (from the audit log, by the
-controller's user agent), and its peak memory (VmHWM of the process).
+controller's user agent), and its memory after the idle period (VmRSS)
+and at its peak (VmHWM).
 """
 
 import argparse
@@ -45,9 +46,10 @@ def by_verb(entries: list[dict[str, Any]]) -> str:
     return f"{total} total; " + ", ".join(f"{k}={v}" for k, v in sorted(counts.items()))
 
 
-def peak_rss_mib(pid: int) -> float:
+def memory_mib(pid: int, field: str) -> float:
+    """`VmHWM` (peak) or `VmRSS` (now) of a process, in MiB."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
+        if line.startswith(f"{field}:"):
             return int(line.split()[1]) / 1024
     return float("nan")
 
@@ -72,14 +74,17 @@ def main() -> None:
         )
         try:
             controller.wait_ready()
-            manifests = {
-                "apiVersion": "v1",
-                "kind": "List",
-                "items": [runtime_manifest(f"rt-{i:03d}", NAMESPACE) for i in range(args.runtimes)],
-            }
+            items = [runtime_manifest(f"rt-{i:03d}", NAMESPACE) for i in range(args.runtimes)]
             started_at = datetime.now(UTC)
             began = time.monotonic()
-            plane.kubectl("apply", "--server-side", "-f", "-", input=json.dumps(manifests))
+            # In lists of 100: one kubectl for a thousand can outlast its timeout under load.
+            for first in range(0, len(items), 100):
+                manifests = {
+                    "apiVersion": "v1",
+                    "kind": "List",
+                    "items": items[first : first + 100],
+                }
+                plane.kubectl("apply", "--server-side", "-f", "-", input=json.dumps(manifests))
             while not all_ready(plane, args.runtimes):
                 if time.monotonic() - began > args.timeout:
                     raise SystemExit(f"not all Ready within {args.timeout:.0f}s")
@@ -95,7 +100,9 @@ def main() -> None:
             print(f"requests until Ready: {by_verb(audit_entries(plane, started_at, ready_at))}")
             idle = audit_entries(plane, idle_from, idle_to)
             print(f"requests during {args.idle_seconds}s idle: {by_verb(idle)}")
-            print(f"peak memory (VmHWM): {peak_rss_mib(controller.pid):.1f} MiB")
+            rss, peak = (memory_mib(controller.pid, field) for field in ("VmRSS", "VmHWM"))
+            print(f"memory after the idle period (VmRSS): {rss:.1f} MiB")
+            print(f"peak memory (VmHWM): {peak:.1f} MiB")
         finally:
             controller.stop()
 
