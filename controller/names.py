@@ -1,7 +1,8 @@
 """`NamespacedName`: the one way an object's `namespace/name` key is built and split.
 
 Work-queue keys, cache keys and mapper results are all this type, so no
-module formats or splits the string by hand.
+module formats or splits the string by hand; a key is built from an object
+(`of`) or from its two parts.
 """
 
 from collections.abc import Mapping
@@ -20,12 +21,6 @@ class NamespacedName(NamedTuple):
     def of(cls, obj: Mapping[str, Any]) -> "NamespacedName":
         meta = obj["metadata"]
         return cls(meta.get("namespace") or "", meta["name"])
-
-    @classmethod
-    def parse(cls, key: str) -> "NamespacedName":
-        """The inverse of `str()`: names never contain `/`, namespaces never either."""
-        namespace, _, name = key.rpartition("/")
-        return cls(namespace, name)
 
     def fields(self) -> dict[str, str]:
         """As a log line's structured fields."""

@@ -21,7 +21,7 @@ from controller.cache import Obj
 from controller.drift import POD_TEMPLATE, foreign_removals, service_ports_restoration
 from controller.kube import APPLY_PATCH, JSON_PATCH, OWNED, ApiError, Kube
 
-log = logging.getLogger("controller.reconciler")
+log = logging.getLogger("controller.reconciler")  # a step's lines are its reconcile's
 
 
 async def server_side_apply(kube: Kube, body: Obj) -> Obj:
