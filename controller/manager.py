@@ -10,20 +10,21 @@ The manager starts one informer per entry, each filling the cache of its role.
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
 from prometheus_client import REGISTRY
 
+from cmdline.health import metrics_app, probes_app, serve
+from cmdline.metadata_only import METADATA_ONLY, METADATA_ONLY_WATCH
+from cmdline.stopping import until_stopped as _until
 from common import constants as c
 from controller import metrics
 from controller.cache import Change
 from controller.errors import classify
 from controller.exclusion import GO_OPERATOR_LEASE, ForeignLeaseGate, LeaseRef
-from controller.health import metrics_app, probes_app, serve
 from controller.informer import Informer
-from controller.kube import JSON, METADATA_ONLY, METADATA_ONLY_WATCH, Kube, describe
+from controller.kube import JSON, Kube, describe
 from controller.leader import RELEASE_SECONDS, LeaderElector, Timing
 from controller.mapping import SecretReferences
 from controller.names import NamespacedName
@@ -125,7 +126,7 @@ class Manager:
         """Run until `stop` is set (exit 0) or the leader lease is lost (exit 1)."""
         collector = metrics.register_runtime_gauge(self._ready_statuses)
         runners = [
-            await serve(probes_app(self.ready), self.options.health_address),
+            await serve(probes_app(self.ready, "caches not synced"), self.options.health_address),
             await serve(metrics_app(), self.options.metrics_address),
         ]
         informer_tasks = [asyncio.create_task(i.run()) for i in self.informers]
@@ -243,20 +244,6 @@ async def _leadership_lost(holding: asyncio.Task[None], workers: list[asyncio.Ta
         worker.cancel()
     await asyncio.gather(*workers, return_exceptions=True)
     return 1
-
-
-async def _until(stop: asyncio.Event, work: Coroutine[Any, Any, None]) -> bool:
-    """Await `work` unless `stop` is set first; True when the work finished."""
-    task = asyncio.create_task(work)
-    stopping = asyncio.create_task(stop.wait())
-    await asyncio.wait([task, stopping], return_when=asyncio.FIRST_COMPLETED)
-    stopping.cancel()
-    if not task.done():
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
-        return False
-    task.result()
-    return True
 
 
 async def _forever() -> None:

@@ -6,8 +6,9 @@ from typing import Any
 
 import pytest
 
+from cmdline.kubeconfig import new_api_client
 from controller.errors import Failure, classify
-from controller.kube import JSON_PATCH, OWNED, ApiError, Kube, connect
+from controller.kube import JSON_PATCH, OWNED, ApiError, Kube
 from devcluster import ControlPlane
 
 pytestmark = pytest.mark.api
@@ -16,7 +17,7 @@ CONFIGMAPS = OWNED["ConfigMap"]
 
 @pytest.fixture
 async def kube(plane: ControlPlane) -> AsyncIterator[Kube]:
-    kube = await connect(str(plane.kubeconfig), "errors-test")
+    kube = Kube(await new_api_client(str(plane.kubeconfig)))
     yield kube
     await kube.api.close()
 
