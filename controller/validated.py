@@ -1,4 +1,4 @@
-"""Runtime versions that passed validation, so each version is validated once.
+"""Parsing a cached runtime, validating each version once.
 
 `validate_runtime` checks the whole object against the CRD schema and the
 contract's rules, a third of a settled reconcile's CPU (ADR 0016). Most
@@ -9,25 +9,30 @@ valid resourceVersion is kept, and a reconcile of it skips validation. An
 invalid version is validated each time: its status needs the errors.
 """
 
+from common.api import TrussiumRuntime
+from common.defaulting import apply_defaults
 from common.validation import FieldError, validate_runtime
 from controller.cache import Obj
+from controller.names import NamespacedName
 
 
 class ValidVersions:
     def __init__(self) -> None:
-        self._valid: dict[str, str] = {}
+        self._valid: dict[NamespacedName, str] = {}
 
-    def errors(self, key: str, obj: Obj) -> tuple[FieldError, ...]:
-        """`validate_runtime(obj).errors`, from memory when this version was valid before."""
+    def parse(
+        self, key: NamespacedName, obj: Obj
+    ) -> tuple[TrussiumRuntime | None, tuple[FieldError, ...]]:
+        """The runtime as admission would see it, defaulted and parsed; or why it is invalid."""
         version = obj["metadata"].get("resourceVersion")
-        if version and self._valid.get(key) == version:
-            return ()
-        errors = validate_runtime(obj).errors
-        if errors or not version:
-            self._valid.pop(key, None)
-        else:
-            self._valid[key] = version
-        return errors
+        if not version or self._valid.get(key) != version:
+            errors = validate_runtime(obj).errors
+            if errors:
+                self._valid.pop(key, None)
+                return None, errors
+            if version:
+                self._valid[key] = version
+        return TrussiumRuntime.model_validate(apply_defaults(obj).object), ()
 
-    def forget(self, key: str) -> None:
+    def forget(self, key: NamespacedName) -> None:
         self._valid.pop(key, None)

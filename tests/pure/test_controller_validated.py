@@ -8,10 +8,11 @@ import yaml
 
 from common import validation
 from controller import validated
+from controller.names import NamespacedName
 from controller.validated import ValidVersions
 
 MINIMAL = Path(__file__).parents[1] / "samples" / "valid" / "minimal.yaml"
-KEY = "team-a/minimal"
+KEY = NamespacedName("team-a", "minimal")
 
 
 def runtime(version: str, replicas: Any = 1) -> dict[str, Any]:
@@ -36,23 +37,26 @@ def validations(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 def test_a_valid_version_is_validated_once(validations: list[str]) -> None:
     valid = ValidVersions()
-    assert valid.errors(KEY, runtime("5")) == ()
-    assert valid.errors(KEY, runtime("5")) == ()
+    first, second = valid.parse(KEY, runtime("5")), valid.parse(KEY, runtime("5"))
+    assert first == second
+    assert first[0] is not None
+    assert first[0].spec.replicas == 1
     assert validations == ["5"]
 
 
 def test_a_new_version_is_validated_and_its_errors_reported(validations: list[str]) -> None:
     valid = ValidVersions()
-    assert valid.errors(KEY, runtime("5")) == ()
-    errors = valid.errors(KEY, runtime("6", replicas=-1))
+    assert valid.parse(KEY, runtime("5"))[1] == ()
+    parsed, errors = valid.parse(KEY, runtime("6", replicas=-1))
+    assert parsed is None
     assert [e.path for e in errors] == ["spec.replicas"]
-    assert valid.errors(KEY, runtime("6", replicas=-1)) == errors, "errors are never remembered"
+    assert valid.parse(KEY, runtime("6", replicas=-1)) == (None, errors), "never remembered"
     assert validations == ["5", "6", "6"]
 
 
 def test_a_forgotten_runtime_is_validated_again(validations: list[str]) -> None:
     valid = ValidVersions()
-    valid.errors(KEY, runtime("5"))
+    valid.parse(KEY, runtime("5"))
     valid.forget(KEY)
-    valid.errors(KEY, runtime("5"))
+    valid.parse(KEY, runtime("5"))
     assert validations == ["5", "5"]
