@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from kubernetes_asyncio import client
 
-from controller.kube import APPLY_PATCH, JSON_PATCH, METADATA_ONLY, ApiError, Kube
+from cmdline.metadata_only import METADATA_ONLY
+from controller.kube import APPLY_PATCH, JSON_PATCH, ApiError, Kube
 from tests.support.fakekube import FakeKube
 
 pytestmark = pytest.mark.api

@@ -195,9 +195,10 @@ async def test_a_takeover_that_loses_a_race_is_retried_quietly_and_then_prunes(
     assert deployment["metadata"]["labels"]["team"] == "a", "the other writer's label stays"
 
 
-async def test_a_broken_connection_is_retried_without_reporting_a_failure(
+async def test_a_broken_connection_is_reported_each_time_and_retried_until_it_recovers(
     running: Running,
 ) -> None:
+    """ADR 0015: to the user a dropped connection while applying is a failed apply."""
     fake = running.fake
     fault = fake.fail(
         lambda call: call.content_type == APPLY_PATCH and "/configmaps/" in call.path,
@@ -207,8 +208,40 @@ async def test_a_broken_connection_is_retried_without_reporting_a_failure(
     fake.apply(runtime_manifest("rt", NS))
     await reconciled(running)
     assert fault.hits == 2
-    assert "ReconciliationFailed" not in running.reasons()
+    assert running.reasons().count("ReconciliationFailed") == 2
+    assert "RuntimeRecovered" in running.reasons()
     assert condition(running.runtime(), "Degraded") == ("False", "AsExpected")
+
+
+async def test_a_sidecar_removal_that_loses_a_race_is_retried_quietly(running: Running) -> None:
+    """The guarded removal of a container someone added fails its `test` op (422) when
+    they change it meanwhile; the retry removes what is there now."""
+    fake = running.fake
+    fake.apply(runtime_manifest("rt", NS))
+    await reconciled(running)
+    requeues, failures = counter("requeue"), errors()
+    held = fake.hold(
+        lambda call: call.content_type == JSON_PATCH and call.path.endswith("deployments/rt")
+    )
+    sidecar = {"name": "sidecar", "image": "busybox:1"}
+    add = [{"op": "add", "path": "/spec/template/spec/containers/-", "value": sidecar}]
+    fake.edit("Deployment", NS, "rt", add, manager="kubectl-edit")
+    await asyncio.wait_for(held.arrived.wait(), 10)
+    bump = [
+        {"op": "replace", "path": "/spec/template/spec/containers/1/image", "value": "busybox:2"}
+    ]
+    fake.edit("Deployment", NS, "rt", bump, manager="kubectl-edit")
+    held.release()
+
+    def containers() -> list[str]:
+        pod = (fake.get("Deployment", NS, "rt") or {})["spec"]["template"]["spec"]
+        return [container["name"] for container in pod["containers"]]
+
+    await until(lambda: containers() == [c.CONTAINER_NAME], "the sidecar removed")
+    await running.quiescent()
+    assert counter("requeue") > requeues, "the 422 was not met"
+    assert errors() == failures
+    assert "ReconciliationFailed" not in running.reasons()
 
 
 async def test_a_change_made_while_the_watches_were_down_and_expired_is_not_lost(
