@@ -11,10 +11,11 @@ selectors, metadata-only answers and pages on lists; watches from a version,
 with bookmarks, and 410 Gone once history is compacted. Not modelled:
 defaulting, validation, admission, finalizers, garbage collection.
 
-Tests write through the same code (`apply`, `create`, `edit`, `set_status`,
-`delete`), unrecorded and never failed; only the controller's calls go
-through `fail` (the next N matching calls raise an error) and `hold` (a
-matching call waits for the test), and are recorded in `calls`.
+Tests write through the same code (`apply`, `create`, `edit`, `set_status`),
+unrecorded and never failed; only the controller's calls go through `fail`
+(the next N matching calls raise an error) and `hold` (a matching call waits
+for the test), and are recorded in `calls`. tests/apiserver/
+test_fakekube_differential.py sends the same requests to kube-apiserver.
 """
 
 import asyncio
@@ -194,9 +195,6 @@ class FakeKube(Kube):
         path = RESOURCES[kind].path(namespace, name) + "/status"
         query = {"fieldManager": "kube-controller-manager"}
         return self._serve(Call("PATCH", path, query, {"status": status}, MERGE_PATCH))
-
-    def delete(self, kind: str, namespace: str, name: str) -> None:
-        self._serve(Call("DELETE", RESOURCES[kind].path(namespace, name), {}))
 
     def end_watches(self) -> None:
         """End every open watch with a last bookmark, as the API server's timeout does."""
