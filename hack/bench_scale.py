@@ -272,7 +272,7 @@ def floor_deployment(i: int, replicas: int) -> Obj:
     """The Deployment the controller renders for runtime i, without the operator: in a
     namespace of its own, no owner, and that namespace's default ServiceAccount (nothing
     creates the runtime's)."""
-    obj = apply_defaults(runtime(i, replicas) | {}).object
+    obj = apply_defaults(runtime(i, replicas)).object
     obj["metadata"] |= {"uid": "floor", "generation": 1}
     deployment: Obj = render_managed_objects(TrussiumRuntime.model_validate(obj))[3]
     deployment["metadata"].pop("ownerReferences", None)
@@ -281,7 +281,7 @@ def floor_deployment(i: int, replicas: int) -> Obj:
     return deployment
 
 
-# --- the two planes ----------------------------------------------------------------
+# --- measuring ------------------------------------------------------------------
 
 
 @dataclass
