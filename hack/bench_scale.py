@@ -536,6 +536,7 @@ def add_request_counts(
     converge = numbers.request_counts(entries, since, idle_from)
     idle = numbers.request_counts(entries, idle_from, idle_to)
     leases = sum(n for key, n in converge.items() if key.endswith(":leases"))
+    step["requests"] = dict(sorted(converge.items()))
     step["requests_per_runtime"] = numbers.per_unit(converge, step["added"])
     step["requests_per_runtime_total"] = round((sum(converge.values()) - leases) / step["added"], 2)
     step["idle_requests"] = dict(sorted(idle.items()))
