@@ -433,6 +433,7 @@ class OperatorRun:
         (or back). Each starts a rollout or a scale, so the Deployment's status moves."""
         latency = self.watches.latency = numbers.StatusLatency(recording=True)
         changes = max(1, int(self.options.latency_seconds * self.options.trickle_rate))
+        metrics_before = await asyncio.to_thread(self.queue_metrics)
         began = time.monotonic()
         for i in range(changes):
             k = self.trickled + i
@@ -456,7 +457,26 @@ class OperatorRun:
         latency.recording = False
         with contextlib.suppress(WaitTimeoutError):  # what is still unshown then counts as unpaired
             await until(lambda: not latency.unpaired, "the last status changes", 15)
-        return latency.summary() | {"changes": changes, "load": load()}
+        metrics_after = await asyncio.to_thread(self.queue_metrics)
+        spent = {k: metrics_after[k] - metrics_before[k] for k in metrics_before}
+        return latency.summary() | {
+            "changes": changes,
+            # Where the controller's share went: waiting in its queue, and reconciling.
+            "controller_reconciles": int(spent["reconciles"]),
+            "controller_queue_wait_ms_mean": mean_ms(spent["queue_wait"], spent["dequeued"]),
+            "controller_reconcile_ms_mean": mean_ms(spent["reconciling"], spent["reconciles"]),
+            "load": load(),
+        }
+
+    def queue_metrics(self) -> dict[str, float]:
+        """The controller's own workqueue and reconcile totals (its /metrics)."""
+        read = self.controller.metric
+        return {
+            "queue_wait": read("workqueue_queue_duration_seconds_sum"),
+            "dequeued": read("workqueue_queue_duration_seconds_count"),
+            "reconciling": read("controller_runtime_reconcile_time_seconds_sum"),
+            "reconciles": read("controller_runtime_reconcile_time_seconds_count"),
+        }
 
 
 async def measure(options: Options) -> Obj:
@@ -542,6 +562,10 @@ def add_request_counts(
     step["idle_requests"] = dict(sorted(idle.items()))
     step["idle_writes"] = numbers.writes_of(idle, leases=True)
     step["idle_writes_not_leases"] = numbers.writes_of(idle, leases=False)
+
+
+def mean_ms(total_seconds: float, count: float) -> float | None:
+    return round(total_seconds / count * 1000, 1) if count else None
 
 
 def rounded(value: float | None) -> float | None:

@@ -26,7 +26,18 @@ STEP_NUMBERS = (
 )
 LOADS = ("reconciled", "ready", "memory", "latency")
 FLOOR_NUMBERS = ("apply_seconds", "observed_seconds", "ready_seconds")
-LATENCY = ("samples", "changes", "already_shown", "unpaired", "p50_ms", "p95_ms", "p99_ms")
+LATENCY = (
+    "samples",
+    "changes",
+    "already_shown",
+    "unpaired",
+    "p50_ms",
+    "p95_ms",
+    "p99_ms",
+    "controller_reconciles",
+    "controller_queue_wait_ms_mean",
+    "controller_reconcile_ms_mean",
+)
 
 
 def test_a_short_run_reports_every_number(tmp_path: Path) -> None:
@@ -57,6 +68,7 @@ def test_a_short_run_reports_every_number(tmp_path: Path) -> None:
     latency = step["status_latency"]
     assert set(LATENCY) <= latency.keys()
     assert latency["changes"] > 0
+    assert latency["controller_reconciles"] > 0  # the trickle's changes were reconciled
     # The trickle moved Deployment statuses, and the watcher saw it.
     assert latency["samples"] + latency["unpaired"] + latency["already_shown"] > 0
     assert [u["unrelated"] for u in results["unrelated_steps"]] == [0, 50]
