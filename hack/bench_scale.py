@@ -39,16 +39,15 @@ from typing import Any
 
 from kubernetes_asyncio import client, config
 
+from cmdline.metadata_only import METADATA_ONLY, METADATA_ONLY_WATCH
 from common.api import TrussiumRuntime
 from common.defaulting import apply_defaults
 from common.render import render_managed_objects
-from controller.cache import Change, Store, identity_only
+from controller.cache import Cache, Change, Store, identity_only
 from controller.informer import Informer
 from controller.kube import (
     APPLY_PATCH,
     JSON,
-    METADATA_ONLY,
-    METADATA_ONLY_WATCH,
     OWNED,
     RUNTIMES,
     SECRETS,
@@ -145,11 +144,11 @@ class Watches:
             handler,
             namespace=self.namespace,
             accept=(JSON, JSON) if full else (METADATA_ONLY, METADATA_ONLY_WATCH),
-            store=Store(status_only if full else identity_only),
+            cache=Cache(Store(status_only if full else identity_only)),
         )
 
     def store(self, name: str) -> Store:
-        return self.informers[name].store
+        return self.informers[name].cache.store
 
     def on_deployment(self, change: Change) -> None:
         if change.new is not None and numbers.replica_counts(change.old) != (
@@ -167,7 +166,7 @@ class Watches:
         tasks = [asyncio.create_task(i.run()) for i in self.informers.values()]
         try:
             for informer in self.informers.values():
-                await asyncio.wait_for(informer.synced.wait(), 120)
+                await asyncio.wait_for(informer.cache.synced.wait(), 120)
             yield self
         finally:
             for task in tasks:
