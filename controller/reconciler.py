@@ -200,7 +200,7 @@ class Reconciler:
 
     async def _apply(self, runtime: TrussiumRuntime, rendered: Obj, live: Obj | None) -> Obj:
         body = rendered
-        autoscaled = runtime.spec.autoscaling is not None and runtime.spec.autoscaling.enabled
+        autoscaled = runtime.spec.enabled_autoscaling is not None
         if rendered["kind"] == "Deployment" and autoscaled and live is not None:
             # The replica count was read from `live`: apply only onto that version, so a
             # newer count set by the autoscaler is never overwritten (409 -> fresh retry).
