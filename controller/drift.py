@@ -19,6 +19,7 @@ import json
 from typing import Any
 
 from common import constants as c
+from common.defaulting import json_pointer
 
 Fields = dict[str, Any]
 Token = str | int
@@ -48,8 +49,8 @@ def foreign_removals(
         if entry.get("manager") != manager and not entry.get("subresource"):
             _collect(_fields_under(entry, root), ours, live, root, found)
     ordered = sorted(found, key=_sort_key, reverse=True)
-    tests = [{"op": "test", "path": _pointer(p), "value": found[p]} for p in ordered]
-    return tests + [{"op": "remove", "path": _pointer(p)} for p in ordered]
+    tests = [{"op": "test", "path": json_pointer(p), "value": found[p]} for p in ordered]
+    return tests + [{"op": "remove", "path": json_pointer(p)} for p in ordered]
 
 
 def _fields_under(entry: dict[str, Any], root: tuple[str, ...]) -> Fields:
@@ -111,10 +112,6 @@ def _matches(item: dict[str, Any], keys: dict[str, Any]) -> bool:
 def _sort_key(path: tuple[Token, ...]) -> tuple[tuple[int, Token], ...]:
     """Later list indices first, so removing one never shifts another still to remove."""
     return tuple((1, t) if isinstance(t, int) else (0, t) for t in path)
-
-
-def _pointer(path: tuple[Token, ...]) -> str:
-    return "".join("/" + str(t).replace("~", "~0").replace("/", "~1") for t in path)
 
 
 def service_ports_restoration(

@@ -16,6 +16,7 @@ from typing import Any
 from prometheus_client import REGISTRY
 
 from common import constants as c
+from common.conditions import conditions_of, find_condition
 from controller import metrics
 from controller.cache import Change, Store, identity_only
 from controller.exclusion import GO_OPERATOR_LEASE, ForeignLeaseGate, LeaseRef
@@ -158,9 +159,8 @@ class Manager:
 
     def _ready_statuses(self) -> Iterator[str]:
         for runtime in self.runtimes.store.values():
-            conditions = (runtime.get("status") or {}).get("conditions") or ()
-            ready = [x for x in conditions if x.get("type") == c.ConditionType.READY]
-            yield str(ready[0].get("status")) if ready else "Unknown"
+            ready = find_condition(conditions_of(runtime.get("status")), c.ConditionType.READY)
+            yield str(ready.get("status")) if ready else "Unknown"
 
     async def run(self, stop: asyncio.Event) -> int:
         """Run until `stop` is set (exit 0) or the leader lease is lost (exit 1)."""
