@@ -20,6 +20,7 @@ from typing import cast
 
 from prometheus_client import disable_created_metrics
 
+from cmdline.logs import configure_logging
 from cmdline.options import (
     LOG_FORMATS,
     LOG_LEVELS,
@@ -34,7 +35,6 @@ from cmdline.options import (
     package_version,
 )
 from common import constants as c
-from common.logs import configure_logging
 from common.managed_fields import GO_OPERATOR_MANAGER
 from controller.exclusion import GO_OPERATOR_LEASE, LeaseRef
 from controller.kube import connect

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import cast
 
 from certs.cli import add_certs_commands
+from cmdline.logs import configure_logging
 from cmdline.options import (
     LOG_FORMATS,
     LOG_LEVELS,
@@ -31,7 +32,6 @@ from cmdline.options import (
 from cmdline.options import env as _env
 from cmdline.options import env_list as _env_list
 from common.constants import WEBHOOK_CONFIG_NAME, WEBHOOK_SECRET_NAME, WEBHOOK_SERVICE_NAME
-from common.logs import configure_logging
 from webhook.app import DEFAULT_BODY_TIMEOUT_SECONDS, DEFAULT_MAX_REQUEST_BYTES
 from webhook.connections import DEFAULT_LIMITS, ConnectionLimits
 from webhook.offline import add_validate_command
