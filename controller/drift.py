@@ -11,8 +11,12 @@ instead of losing something unseen. Server defaults are owned by nobody and stay
 `kubectl.kubernetes.io/restartedAt` annotation is the one foreign field
 kept, so `kubectl rollout restart` keeps working. See ADR 0002.
 
-The same holds for a Service's ports: a port edited by hand is re-keyed
-under another manager, and would otherwise sit beside ours forever.
+A Service's ports are the other such root. The port list is keyed by port
+and protocol, so a port whose number was edited by hand becomes another
+manager's entry, and the operator's apply, which adds its own port back
+under the same name, is refused (422). `service_ports_restoration` then
+swaps the ports others own for the rendered ones in one guarded patch; the
+reconciler calls it only on that refusal.
 """
 
 import json
