@@ -58,7 +58,7 @@ _TYPE_NAMES = {
 
 _QUANTITY_PATHS = ("spec.resources.limits[", "spec.resources.requests[")
 _QUANTITY_FAILURES = ("int_type", "string_type", "string_pattern_mismatch")
-_NOT_AN_OBJECT = "a TrussiumRuntime must be a JSON object"
+_NOT_AN_OBJECT = FieldError("", "a TrussiumRuntime must be a JSON object", "FieldValueTypeInvalid")
 
 
 @dataclass(frozen=True)
@@ -210,10 +210,10 @@ def schema_errors(obj: object) -> tuple[FieldError, ...]:
     """The violations the CRD schema itself rejects (after the API server's defaulting).
 
     Unlike `parse_runtime`, nothing is cut first: this is the schema alone,
-    as the API server applies it (the differential tests compare the two).
+    as the API server applies it, which the differential tests compare it with.
     """
     if not isinstance(obj, Mapping):
-        return (FieldError("", _NOT_AN_OBJECT, "FieldValueTypeInvalid"),)
+        return (_NOT_AN_OBJECT,)
     return tuple(_spec_model(_defaulted(obj.get("spec")))[1])
 
 
@@ -259,7 +259,7 @@ def parse_runtime(obj: object) -> ParsedRuntime:
     spec; metadata and status are `obj`'s own.
     """
     if not isinstance(obj, Mapping):
-        return ParsedRuntime((FieldError("", _NOT_AN_OBJECT, "FieldValueTypeInvalid"),))
+        return ParsedRuntime((_NOT_AN_OBJECT,))
     problem = json_problem(obj)
     if problem is not None:
         return ParsedRuntime((FieldError(problem.path, problem.message),))
