@@ -68,6 +68,8 @@ class Hooks:
             return problem
         if request.object is None:
             return admission.allowed(request.uid)
+        # The API server applied the installed CRD's defaults on decode; the patch adds
+        # what an older installed CRD lacks (Helm never upgrades a chart's CRDs).
         return admission.allowed(request.uid, patch=apply_defaults(request.object).patch)
 
     async def validate_runtime(self, request: AdmissionRequest) -> Answer:
