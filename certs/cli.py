@@ -28,7 +28,7 @@ from certs.authority import (
 )
 from certs.files import CA_CERT_FILE, BundleFiles, atomic_write, write_bundle
 from certs.rotation import CA_COMMON_NAME
-from cmdline.options import fail
+from cmdline.options import ConfigurationError, fail
 from common.constants import WEBHOOK_CONFIG_NAME
 
 CA_KEY_FILE = "ca.key"
@@ -58,7 +58,9 @@ def add_certs_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentP
     generate.set_defaults(handler=_generate)
 
     inject = commands.add_parser("inject", help="set caBundle in the webhook configurations")
-    inject.add_argument("--kubeconfig", help="default: $KUBECONFIG, else ~/.kube/config")
+    inject.add_argument(
+        "--kubeconfig", help="default: in-cluster, else $KUBECONFIG, else ~/.kube/config"
+    )
     inject.add_argument(
         "--webhook-config-name",
         action="append",
@@ -137,7 +139,7 @@ def _inject(args: argparse.Namespace) -> int:
                 args.kubeconfig, args.webhook_config_name or [WEBHOOK_CONFIG_NAME], ca_pem
             )
         )
-    except ConfigException as error:
+    except (ConfigurationError, ConfigException) as error:
         return fail("trussium-webhook certs inject", describe(error))
     except (
         CertificateError,
@@ -154,11 +156,10 @@ def _inject(args: argparse.Namespace) -> int:
 
 
 async def _inject_async(kubeconfig: str | None, names: list[str], ca_pem: bytes) -> list[str]:
-    from kubernetes_asyncio.config import new_client_from_config
-
     from certs.inject import inject_ca_bundle
+    from cmdline.kubeconfig import new_api_client
 
-    api_client = await new_client_from_config(config_file=kubeconfig)
+    api_client = await new_api_client(kubeconfig)
     async with api_client:
         return await inject_ca_bundle(api_client, names, ca_pem)
 

@@ -29,12 +29,13 @@ def package_version() -> str:
 
 
 def env_name(flag: str) -> str:
-    """`--bind-address` (or `bind-address`) -> `TRUSSIUM_BIND_ADDRESS`."""
+    """`--bind-address` -> `TRUSSIUM_BIND_ADDRESS`."""
     return ENV_PREFIX + flag.removeprefix("--").replace("-", "_").upper()
 
 
 def env(flag: str, default: str | None = None) -> str | None:
-    """The flag's environment variable's value, else `default`."""
+    """The value of the flag's variable (`--bind-address`: TRUSSIUM_BIND_ADDRESS), else
+    `default`: what the flag means when the command line does not give it."""
     return os.environ.get(env_name(flag), default)
 
 

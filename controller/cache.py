@@ -1,23 +1,23 @@
-"""An in-memory store of one kind's objects, keyed by namespace/name.
+"""One watch's cache: an in-memory store of one kind's objects, keyed by
+`NamespacedName`, and whether it can be trusted yet.
 
 Reconciles read from here instead of the API server. Only what reconcile
 needs is kept: managedFields are dropped (often the largest part of an
-object), and Secrets keep nothing but their identity.
+object), and Secrets keep nothing but their identity. A store can keep an
+index up to date with it (the runtimes' Secret references), so a lookup
+never has to walk and parse every cached object.
 """
 
+import asyncio
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
+
+from controller.names import NamespacedName
 
 Obj = dict[str, Any]
 # kubectl stores a whole applied object here; for a Secret that includes its data.
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
-
-
-def key_of(obj: Obj) -> str:
-    meta = obj["metadata"]
-    namespace = meta.get("namespace", "")
-    return f"{namespace}/{meta['name']}" if namespace else str(meta["name"])
 
 
 def strip_bookkeeping(obj: Obj) -> Obj:
@@ -45,13 +45,22 @@ class Change:
     new: Obj | None
 
 
+class Index(Protocol):
+    """Something derived from a store's objects, told about each change as it is stored."""
+
+    def update(self, change: Change) -> None: ...
+
+
 class Store:
-    def __init__(self, transform: Callable[[Obj], Obj] = strip_bookkeeping) -> None:
-        self._objects: dict[str, Obj] = {}
+    def __init__(
+        self, transform: Callable[[Obj], Obj] = strip_bookkeeping, index: Index | None = None
+    ) -> None:
+        self._objects: dict[NamespacedName, Obj] = {}
         self._transform = transform
+        self._index = index
 
     def get(self, namespace: str, name: str) -> Obj | None:
-        return self._objects.get(f"{namespace}/{name}")
+        return self._objects.get(NamespacedName(namespace, name))
 
     def __len__(self) -> int:
         return len(self._objects)
@@ -63,18 +72,18 @@ class Store:
 
     def upsert(self, obj: Obj) -> Change:
         new = self._transform(obj)
-        key = key_of(new)
+        key = NamespacedName.of(new)
         old = self._objects.get(key)
         self._objects[key] = new
-        return Change(old, new)
+        return self._indexed(Change(old, new))
 
     def delete(self, obj: Obj) -> Change:
-        old = self._objects.pop(key_of(obj), None)
-        return Change(old, None)
+        old = self._objects.pop(NamespacedName.of(obj), None)
+        return self._indexed(Change(old, None))
 
     def replace(self, items: list[Obj]) -> list[Change]:
         """Swap in a fresh list; the changes it implies (what a missed watch would have said)."""
-        fresh = {key_of(new): new for new in map(self._transform, items)}
+        fresh = {NamespacedName.of(new): new for new in map(self._transform, items)}
         changes = [
             Change(self._objects.get(key), new)
             for key, new in fresh.items()
@@ -82,7 +91,26 @@ class Store:
         ]
         changes += [Change(old, None) for key, old in self._objects.items() if key not in fresh]
         self._objects = fresh
-        return changes
+        return [self._indexed(change) for change in changes]
+
+    def _indexed(self, change: Change) -> Change:
+        if self._index is not None:
+            self._index.update(change)
+        return change
+
+
+class Cache:
+    """What readers of one watch get: its Store, and whether the Store can be trusted.
+
+    The informer filling it sets `synced` after its first complete list (and
+    keeps it), `fresh` while listed and watching with no failure since, and
+    `last_error` while its last list failed."""
+
+    def __init__(self, store: Store | None = None) -> None:
+        self.store = store if store is not None else Store()  # an empty Store is falsy
+        self.synced = asyncio.Event()
+        self.fresh = False
+        self.last_error: str | None = None
 
 
 def _version(obj: Obj | None) -> str | None:

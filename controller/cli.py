@@ -11,7 +11,6 @@ import argparse
 import asyncio
 import logging
 import os
-import signal
 import socket
 import sys
 from collections.abc import Sequence
@@ -20,6 +19,9 @@ from typing import cast
 
 from prometheus_client import disable_created_metrics
 
+from cmdline.addresses import split_address
+from cmdline.health import DISABLED
+from cmdline.kubeconfig import new_api_client
 from cmdline.logs import configure_logging
 from cmdline.options import (
     LOG_FORMATS,
@@ -34,10 +36,11 @@ from cmdline.options import (
     list_environment,
     package_version,
 )
+from cmdline.stopping import stop_on_signals
 from common import constants as c
 from common.managed_fields import GO_OPERATOR_MANAGER
 from controller.exclusion import GO_OPERATOR_LEASE, LeaseRef
-from controller.kube import connect
+from controller.kube import Kube
 from controller.leader import Timing
 from controller.manager import Manager, Options
 from controller.render_cmd import add_render_arguments, run_render
@@ -142,6 +145,12 @@ def options_from(args: argparse.Namespace) -> Options:
         raise ConfigurationError("need 0 < --retry-period < --renew-deadline < --lease-duration")
     if int(args.workers) < 1:
         raise ConfigurationError("--workers must be at least 1")
+    for address in (args.metrics_bind_address, args.health_probe_bind_address):
+        if address != DISABLED:
+            try:
+                split_address(address)
+            except ValueError as error:
+                raise ConfigurationError(error) from None
     return Options(
         watch_namespace=args.watch_namespace or None,
         workers=int(args.workers),
@@ -165,15 +174,10 @@ def options_from(args: argparse.Namespace) -> Options:
 
 async def run(args: argparse.Namespace) -> int:
     options = options_from(args)
-    try:
-        kube = await connect(args.kubeconfig, user_agent(options.identity))
-    except Exception as error:  # the client raises assorted types (even TypeError) on bad files
-        where = f"--kubeconfig {args.kubeconfig}" if args.kubeconfig else "the kubeconfig"
-        raise ConfigurationError(f"cannot use {where}: {error}") from None
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
+    api = await new_api_client(args.kubeconfig)
+    api.user_agent = user_agent(options.identity)
+    kube = Kube(api)
+    stop = stop_on_signals()
     log.info(
         "starting",
         extra={
@@ -200,8 +204,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         configure_logging(args.log_level, args.log_format)
         # Series as controller-runtime exposes them: no `_created` companion per counter.
         disable_created_metrics()  # type: ignore[no-untyped-call]
-        if args.kubeconfig and not Path(args.kubeconfig).is_file():
-            raise ConfigurationError(f"--kubeconfig {args.kubeconfig}: no such file")
         return asyncio.run(run(args))
     except ConfigurationError as error:
         return fail(PROGRAM, error)

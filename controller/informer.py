@@ -1,4 +1,4 @@
-"""List-then-watch of one kind into a Store, telling a handler about every change.
+"""List-then-watch of one kind into a Cache, telling a handler about every change.
 
 Watches start at the list's resourceVersion with bookmarks on, so a quiet
 kind still advances its resume point. A stream that ends, or breaks
@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from controller.backoff import Backoff
-from controller.cache import Change, Store
+from controller.cache import Cache, Change
 from controller.kube import JSON, ApiError, Kube, KubeError, Resource, TransportError, describe
 
 log = logging.getLogger("controller.informer")
@@ -44,17 +44,12 @@ class Informer:
         namespace: str | None = None,
         label_selector: str | None = None,
         accept: tuple[str, str] = (JSON, JSON),
-        store: Store | None = None,
+        cache: Cache | None = None,
         backoff: Backoff | None = None,
     ) -> None:
         self.kube = kube
         self.resource = resource
-        self.store = store if store is not None else Store()  # an empty Store is falsy
-        # Set by the first complete list, and kept: the cache exists from then on.
-        self.synced = asyncio.Event()
-        # Listed, and watching with no failure since.
-        self.fresh = False
-        self.last_error: str | None = None
+        self.cache = cache or Cache()
         self._on_change = on_change
         self._path = resource.path(namespace)
         self._selector = {"labelSelector": label_selector} if label_selector else {}
@@ -71,7 +66,7 @@ class Informer:
                 await self._back_off(error, "relisting")
 
     async def _back_off(self, error: Exception, then: str) -> None:
-        self.fresh = False
+        self.cache.fresh = False
         delay = self._backoff.failed()
         fields = self._fields() | {"retryInSeconds": round(delay, 2), "then": then}
         if isinstance(error, GoneError | ShortWatchError) or (
@@ -87,7 +82,7 @@ class Informer:
 
     def _opened(self) -> None:
         """A list completed or a watch was accepted: up to date from here on."""
-        self.fresh = True
+        self.cache.fresh = True
         self._backoff.healthy()
 
     def _fields(self) -> dict[str, Any]:
@@ -113,12 +108,12 @@ class Informer:
         try:
             items, version = await self._list_pages()
         except KubeError as error:
-            self.last_error = str(error)
+            self.cache.last_error = str(error)
             raise
-        for change in self.store.replace(items):
+        for change in self.cache.store.replace(items):
             self._on_change(change)
-        self.last_error = None
-        self.synced.set()
+        self.cache.last_error = None
+        self.cache.synced.set()
         return version
 
     async def _list_pages(self) -> tuple[list[dict[str, Any]], str]:
@@ -161,9 +156,9 @@ class Informer:
         if kind == "BOOKMARK":
             return new_version
         if kind in ("ADDED", "MODIFIED"):
-            change = self.store.upsert(obj)
+            change = self.cache.store.upsert(obj)
         elif kind == "DELETED":
-            change = self.store.delete(obj)
+            change = self.cache.store.delete(obj)
         else:
             return version
         self._on_change(change)

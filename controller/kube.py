@@ -24,9 +24,6 @@ from controller import metrics
 JSON = "application/json"
 APPLY_PATCH = "application/apply-patch+yaml"
 JSON_PATCH = "application/json-patch+json"
-# Asks for PartialObjectMetadata: names and metadata only, never a Secret's data.
-METADATA_ONLY = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
-METADATA_ONLY_WATCH = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
 
 
 @dataclass(frozen=True)
@@ -226,18 +223,3 @@ class Kube:
                         if not isinstance(event, dict):
                             raise UnreadableError("watch event is not an object")
                         yield event
-
-
-async def connect(kubeconfig: str | None, user_agent: str) -> Kube:
-    """Kubeconfig when given, else in-cluster, else KUBECONFIG / ~/.kube/config."""
-    configuration = client.Configuration()
-    if kubeconfig:
-        await config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)
-    else:
-        try:
-            config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-        except config.ConfigException:
-            await config.load_kube_config(client_configuration=configuration)
-    api = client.ApiClient(configuration)
-    api.user_agent = user_agent
-    return Kube(api)

@@ -1,49 +1,37 @@
 """The controller's wiring, in one place, and its lifecycle.
 
-Read `watches()` as controller-runtime's builder sentence:
-For(TrussiumRuntime, generation changed).Owns(ConfigMap, ServiceAccount,
-Service, Deployment, PodDisruptionBudget, NetworkPolicy,
+Read the watch table (`controller.watches.watch_table`) as controller-runtime's
+builder sentence: For(TrussiumRuntime, generation changed).Owns(ConfigMap,
+ServiceAccount, Service, Deployment, PodDisruptionBudget, NetworkPolicy,
 HorizontalPodAutoscaler).Watches(Secret metadata, referencing runtimes).
+The manager starts one informer per entry, each filling the cache of its role.
 """
 
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
 from prometheus_client import REGISTRY
 
+from cmdline.health import metrics_app, probes_app, serve
+from cmdline.metadata_only import METADATA_ONLY, METADATA_ONLY_WATCH
+from cmdline.stopping import until_stopped as _until
 from common import constants as c
 from common.conditions import conditions_of, find_condition
 from controller import metrics
-from controller.cache import Change, Store, identity_only
+from controller.cache import Change
+from controller.errors import classify
 from controller.exclusion import GO_OPERATOR_LEASE, ForeignLeaseGate, LeaseRef
-from controller.health import metrics_app, probes_app, serve
 from controller.informer import Informer
-from controller.kube import (
-    METADATA_ONLY,
-    METADATA_ONLY_WATCH,
-    OWNED,
-    RUNTIMES,
-    SECRETS,
-    Kube,
-    KubeError,
-    Resource,
-    describe,
-)
+from controller.kube import JSON, Kube, describe
 from controller.leader import RELEASE_SECONDS, LeaderElector, Timing
-from controller.mapping import owner_of, runtime_change, runtimes_referencing_secret
-from controller.reconciler import (
-    LEGACY_FIELD_MANAGERS,
-    Caches,
-    ConflictError,
-    ReconcileError,
-    Reconciler,
-)
+from controller.mapping import SecretReferences
+from controller.names import NamespacedName
+from controller.reconciler import LEGACY_FIELD_MANAGERS, Reconciler
 from controller.recorder import Recorder
-from controller.takeover import managers_kept
+from controller.watches import Caches, Mapper, Watch, watch_table
 from controller.workqueue import WorkQueue
 
 log = logging.getLogger("controller.manager")
@@ -78,14 +66,13 @@ class Manager:
     def __init__(self, kube: Kube, options: Options) -> None:
         self.kube = kube
         self.options = options
-        self.queue = WorkQueue(metrics.QUEUE)
+        self.queue = WorkQueue[NamespacedName](metrics.QUEUE)
         metrics.init_controller(options.workers, lambda: self.queue.in_flight)
-        self.informers = self.watches()
-        self.runtimes = self.informers[0]
-        owned = {i.resource.kind: i.store for i in self.informers[1:-1]}
-        caches = Caches(runtimes=self.runtimes.store, owned=owned, secrets=self.informers[-1])
+        self.watches = watch_table(SecretReferences())
+        self.caches = Caches.for_watches(self.watches)
+        self.informers = [self._informer(watch) for watch in self.watches]
         self.reconciler = Reconciler(
-            kube, caches, Recorder(kube, options.identity), options.legacy_field_managers
+            kube, self.caches, Recorder(kube, options.identity), options.legacy_field_managers
         )
         self.gate = (
             ForeignLeaseGate(
@@ -106,59 +93,32 @@ class Manager:
             else None
         )
 
-    def watches(self) -> list[Informer]:
-        """What triggers a reconcile: runtimes first, owned kinds, Secrets last."""
-        return [
-            self._watch(RUNTIMES, runtime_change),
-            *(
-                self._watch(r, owner_of, c.MANAGED_SELECTOR, store=Store(managers_kept))
-                for r in OWNED.values()
-            ),
-            self._watch(SECRETS, self._referencing_runtimes, metadata_only=True),
-        ]
+    def _informer(self, watch: Watch) -> Informer:
+        return Informer(
+            self.kube,
+            watch.resource,
+            self._enqueue(watch.map_to),
+            namespace=self.options.watch_namespace,
+            label_selector=watch.label_selector,
+            accept=(METADATA_ONLY, METADATA_ONLY_WATCH) if watch.metadata_only else (JSON, JSON),
+            cache=self.caches[watch.role],
+        )
 
-    def _watch(
-        self,
-        resource: Resource,
-        map_to: Callable[[Change], list[str]],
-        selector: str | None = None,
-        *,
-        metadata_only: bool = False,
-        store: Store | None = None,
-    ) -> Informer:
+    def _enqueue(self, map_to: Mapper) -> Callable[[Change], None]:
         def enqueue(change: Change) -> None:
             for key in map_to(change):
                 self.queue.add(key)
 
-        if not metadata_only:
-            return Informer(
-                self.kube,
-                resource,
-                enqueue,
-                namespace=self.options.watch_namespace,
-                label_selector=selector,
-                store=store,
-            )
-        return Informer(
-            self.kube,
-            resource,
-            enqueue,
-            namespace=self.options.watch_namespace,
-            accept=(METADATA_ONLY, METADATA_ONLY_WATCH),
-            store=Store(identity_only),
-        )
-
-    def _referencing_runtimes(self, change: Change) -> list[str]:
-        return runtimes_referencing_secret(change, self.runtimes.store.values())
+        return enqueue
 
     def ready(self) -> bool:
         """Every informer listed and watching (a broken one turns /readyz red until it is
         up to date again), and not waiting for the Go operator's Lease to expire."""
-        fresh = all(i.fresh for i in self.informers)
+        fresh = all(cache.fresh for cache in self.caches)
         return fresh and (self.gate is None or self.gate.is_open())
 
     def _ready_statuses(self) -> Iterator[str]:
-        for runtime in self.runtimes.store.values():
+        for runtime in self.caches.runtimes.store.values():
             ready = find_condition(conditions_of(runtime.get("status")), c.ConditionType.READY)
             yield str(ready.get("status")) if ready else "Unknown"
 
@@ -166,7 +126,7 @@ class Manager:
         """Run until `stop` is set (exit 0) or the leader lease is lost (exit 1)."""
         collector = metrics.register_runtime_gauge(self._ready_statuses)
         runners = [
-            await serve(probes_app(self.ready), self.options.health_address),
+            await serve(probes_app(self.ready, "caches not synced"), self.options.health_address),
             await serve(metrics_app(), self.options.metrics_address),
         ]
         informer_tasks = [asyncio.create_task(i.run()) for i in self.informers]
@@ -186,11 +146,12 @@ class Manager:
     async def _lead_and_work(self, stop: asyncio.Event) -> int:
         if not await _until(stop, self._all_synced()):
             return 0
-        log.info("caches synced", extra={"fields": {"runtimes": len(self.runtimes.store)}})
+        runtimes = self.caches.runtimes.store
+        log.info("caches synced", extra={"fields": {"runtimes": len(runtimes)}})
         if self.elector and not await _until(stop, self.elector.acquire()):
             return 0
-        for runtime in self.runtimes.store.values():
-            self.queue.add(f"{runtime['metadata']['namespace']}/{runtime['metadata']['name']}")
+        for runtime in runtimes.values():
+            self.queue.add(NamespacedName.of(runtime))
         workers = [asyncio.create_task(self._work(stop)) for _ in range(self.options.workers)]
         holding = asyncio.create_task(self.elector.hold() if self.elector else _forever())
         stopping = asyncio.create_task(stop.wait())
@@ -228,7 +189,7 @@ class Manager:
         return 0
 
     async def _all_synced(self) -> None:
-        await asyncio.gather(*(i.synced.wait() for i in self.informers))
+        await asyncio.gather(*(cache.synced.wait() for cache in self.caches))
 
     async def _work(self, stop: asyncio.Event) -> None:
         """Reconcile keys until the queue shuts down (or `stop` comes while the Go
@@ -253,20 +214,18 @@ class Manager:
             result = "success"
             try:
                 await self.reconciler.reconcile(key)
-            except ConflictError:
-                result = "requeue"
-                self.queue.add_rate_limited(key)
             except Exception as error:
-                result = "error"
-                metrics.RECONCILE_ERRORS.labels(metrics.CONTROLLER).inc()
-                namespace, name = key.split("/", 1)
-                log.warning(
-                    "reconcile error, retrying with backoff",
-                    exc_info=error if not _expected(error) else None,
-                    extra={
-                        "fields": {"namespace": namespace, "name": name, "error": describe(error)}
-                    },
-                )
+                failure = classify(error)
+                if failure.counted:
+                    result = "error"
+                    metrics.RECONCILE_ERRORS.labels(metrics.CONTROLLER).inc()
+                    log.warning(
+                        "reconcile error, retrying with backoff",
+                        exc_info=error if failure.traceback else None,
+                        extra={"fields": key.fields() | {"error": describe(error)}},
+                    )
+                else:
+                    result = "requeue"
                 self.queue.add_rate_limited(key)
             else:
                 self.queue.forget(key)
@@ -278,11 +237,6 @@ class Manager:
                 metrics.RECONCILE_TOTAL.labels(metrics.CONTROLLER, result).inc()
 
 
-def _expected(error: Exception) -> bool:
-    """Failures the API explains; anything else gets a traceback in the log."""
-    return isinstance(error, KubeError | ReconcileError | OSError | TimeoutError)
-
-
 async def _leadership_lost(holding: asyncio.Task[None], workers: list[asyncio.Task[None]]) -> int:
     """The renew deadline passed: another leader may already be active, so stop writing now."""
     log.error("stopping: leadership lost", exc_info=holding.exception())
@@ -290,20 +244,6 @@ async def _leadership_lost(holding: asyncio.Task[None], workers: list[asyncio.Ta
         worker.cancel()
     await asyncio.gather(*workers, return_exceptions=True)
     return 1
-
-
-async def _until(stop: asyncio.Event, work: Coroutine[Any, Any, None]) -> bool:
-    """Await `work` unless `stop` is set first; True when the work finished."""
-    task = asyncio.create_task(work)
-    stopping = asyncio.create_task(stop.wait())
-    await asyncio.wait([task, stopping], return_when=asyncio.FIRST_COMPLETED)
-    stopping.cancel()
-    if not task.done():
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
-        return False
-    task.result()
-    return True
 
 
 async def _forever() -> None:

@@ -8,7 +8,6 @@ level-triggered and idempotent.
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -18,36 +17,32 @@ from common.conditions import conditions_of, find_condition
 from common.defaulting import apply_defaults
 from common.events import decide_events
 from common.images import render_image
+from common.k8s_validation import FieldError
 from common.managed_fields import GO_OPERATOR_MANAGER
 from common.references import referenced_secret_names
 from common.render import ObjectRef, disabled_optional_objects, render_managed_objects
 from common.status import Outcome, compute_status, invalid_spec_status, status_differs
 from common.validation import validate_runtime
 from controller.applied import AppliedObjects
-from controller.cache import Obj, Store
-from controller.drift import POD_TEMPLATE, foreign_removals, service_ports_restoration
-from controller.informer import Informer
-from controller.kube import APPLY_PATCH, JSON_PATCH, OWNED, RUNTIMES, ApiError, Kube
+from controller.cache import Obj
+from controller.errors import Failure, ReconcileError, classify, failure_message
+from controller.kube import OWNED, RUNTIMES, ApiError, Kube
+from controller.names import NamespacedName
 from controller.recorder import Recorder
-from controller.takeover import StaleObjectError, needs_takeover, take_over_fields
+from controller.steps import step_for
+from controller.takeover import needs_takeover, take_over_fields
+from controller.watches import Caches
 
 log = logging.getLogger("controller.reconciler")
 LEGACY_FIELD_MANAGERS = frozenset({GO_OPERATOR_MANAGER})
 
 
-class ConflictError(Exception):
-    """Someone wrote first: retry with fresh data, nothing failed."""
-
-
-class ReconcileError(Exception):
-    """The reconcile failed and was reported in status; retry with backoff."""
-
-
-@dataclass
-class Caches:
-    runtimes: Store
-    owned: Mapping[str, Store]
-    secrets: Informer
+def parse(obj: Obj) -> tuple[TrussiumRuntime | None, tuple[FieldError, ...]]:
+    """The runtime as admission would see it, defaulted and parsed; or why it is invalid."""
+    verdict = validate_runtime(obj)
+    if verdict.errors:
+        return None, verdict.errors
+    return TrussiumRuntime.model_validate(apply_defaults(obj).object), ()
 
 
 class Reconciler:
@@ -64,50 +59,43 @@ class Reconciler:
         self.legacy_managers = legacy_managers
         self.applied = AppliedObjects()
 
-    async def reconcile(self, key: str) -> None:
-        namespace, name = key.split("/", 1)
-        fields = {"namespace": namespace, "name": name}
-        obj = self.caches.runtimes.get(namespace, name)
+    async def reconcile(self, key: NamespacedName) -> None:
+        obj = self.caches.runtimes.store.get(*key)
         if obj is None:
-            self.applied.forget(namespace, name)
+            self.applied.forget(*key)
             return
         if obj["metadata"].get("deletionTimestamp"):
             return
-        verdict = validate_runtime(obj)
-        if verdict.errors:
+        runtime, errors = parse(obj)
+        if runtime is None:
             # Admitted by an older or looser CRD, or while the webhook was bypassed: report
             # it and leave the managed objects exactly as they are until the spec is fixed.
-            deployment, service = self._observed(namespace, name)
+            deployment, service = self._observed(key)
             now = datetime.now(UTC)
             status = invalid_spec_status(
-                obj, verdict.errors, deployment=deployment, service=service, now=_stamp(now)
+                obj, errors, deployment=deployment, service=service, now=_stamp(now)
             )
             if status_differs(obj.get("status"), status):
                 log.warning(
                     "invalid TrussiumRuntime, not reconciled until its spec is fixed",
-                    extra={"fields": fields | {"paths": [e.path for e in verdict.errors]}},
+                    extra={"fields": key.fields() | {"paths": [e.path for e in errors]}},
                 )
             await self._publish(obj, status, now)
             return
-        runtime = TrussiumRuntime.model_validate(apply_defaults(obj).object)
         outcome = self._check_secrets(runtime)
         if outcome.missing_secrets or outcome.reference_check_error:
-            await self._report(obj, runtime, outcome, *self._observed(namespace, name))
+            await self._report(obj, runtime, outcome, *self._observed(key))
             if outcome.reference_check_error:
                 raise ReconcileError(outcome.reference_check_error)
             return
         obj = await self._announce_upgrade(obj, runtime)
         try:
             deployment, service = await self._converge(runtime)
-        except ConflictError:
+        except Exception as error:
+            if classify(error) is Failure.REPORTED:
+                failure = Outcome(reconcile_error=failure_message(error))
+                await self._report(obj, runtime, failure, *self._observed(key))
             raise
-        except ApiError as error:
-            message = f"{error.status} {error.reason}: {error.message}"
-            log.warning("reconcile failed", extra={"fields": fields | {"error": message}})
-            await self._report(
-                obj, runtime, Outcome(reconcile_error=message), *self._observed(namespace, name)
-            )
-            raise ReconcileError(message) from error
         await self._report(obj, runtime, Outcome(), deployment, service)
 
     async def _announce_upgrade(self, obj: Obj, runtime: TrussiumRuntime) -> Obj:
@@ -117,20 +105,20 @@ class Reconciler:
 
         Returns the runtime as written, so the status write after the apply carries
         the current resourceVersion."""
-        namespace, name = runtime.metadata.namespace, runtime.metadata.name
-        deployment, service = self._observed(namespace, name)
+        key = NamespacedName.of(obj)
+        deployment, service = self._observed(key)
         status = obj.get("status") or {}
         desired = render_image(runtime.spec.image)
         last = status.get("lastSuccessfulImage")
         if deployment is None or not last or desired in (last, status.get("desiredImage")):
             return obj
         await self._report(obj, runtime, Outcome(), deployment, service)
-        return self.caches.runtimes.get(namespace, name) or obj
+        return self.caches.runtimes.store.get(*key) or obj
 
-    def _observed(self, namespace: str, name: str) -> tuple[Obj | None, Obj | None]:
+    def _observed(self, key: NamespacedName) -> tuple[Obj | None, Obj | None]:
         return (
-            self.caches.owned["Deployment"].get(namespace, name),
-            self.caches.owned["Service"].get(namespace, name),
+            self.caches.owned("Deployment").store.get(*key),
+            self.caches.owned("Service").store.get(*key),
         )
 
     def _check_secrets(self, runtime: TrussiumRuntime) -> Outcome:
@@ -147,106 +135,33 @@ class Reconciler:
         return Outcome(missing_secrets=missing)
 
     async def _converge(self, runtime: TrussiumRuntime) -> tuple[Obj | None, Obj | None]:
-        """Apply every managed object in order, delete disabled ones; return the fresh
-        Deployment and Service."""
-        namespace, name = runtime.metadata.namespace, runtime.metadata.name
-        live_deployment = self.caches.owned["Deployment"].get(namespace, name)
+        """Apply every managed object in order (each kind's step, `controller/steps.py`),
+        delete disabled ones; return the fresh Deployment and Service."""
+        key = NamespacedName(runtime.metadata.namespace, runtime.metadata.name)
+        live_deployment = self.caches.owned("Deployment").store.get(*key)
         observed: dict[str, Obj | None] = dict(
-            zip(("Deployment", "Service"), self._observed(namespace, name), strict=True)
+            zip(("Deployment", "Service"), self._observed(key), strict=True)
         )
         for rendered in render_managed_objects(runtime, live_deployment):
             kind = rendered["kind"]
-            live = self.caches.owned[kind].get(namespace, name)
+            live = self.caches.owned(kind).store.get(*key)
             if needs_takeover(live, self.legacy_managers):
                 # Apply after the takeover even if nothing else changed: it is what prunes.
                 # An autoscaled Deployment's apply stays guarded by the cached version (its
                 # replica count came from there), so it fails once and retries fresh.
-                await self._take_over(kind, namespace, name)
+                await take_over_fields(self.kube, kind, *key, self.legacy_managers, c.FIELD_MANAGER)
             elif self.applied.unchanged(rendered, live):
                 continue
-            try:
-                answer = await self._apply(runtime, rendered, live)
-            except ApiError as error:
-                if not (kind == "Service" and error.invalid):
-                    raise
-                # A hand-edited port sits beside ours under another manager (a duplicate
-                # `http` name): swap what others own under spec.ports for ours, reapply.
-                path = OWNED[kind].path(namespace, name)
-                service = await self.kube.request("GET", path)
-                ports = rendered["spec"]["ports"]
-                patch = service_ports_restoration(service, c.FIELD_MANAGER, ports)
-                if not patch:
-                    raise
-                log.info(
-                    "restoring Service ports others changed",
-                    extra={"fields": {"namespace": namespace, "name": name}},
-                )
-                await self.kube.request("PATCH", path, body=patch, content_type=JSON_PATCH)
-                answer = await self._apply(runtime, rendered, live)
-            if kind == "Deployment":
-                answer = await self._remove_foreign_fields(answer, POD_TEMPLATE)
+            answer = await step_for(kind).apply(self.kube, runtime, rendered, live)
             self.applied.record(rendered, answer)
             observed[kind] = answer
         for ref in disabled_optional_objects(runtime):
             await self._delete_if_ours(runtime, ref)
         return observed["Deployment"], observed["Service"]
 
-    async def _take_over(self, kind: str, namespace: str, name: str) -> None:
-        try:
-            await take_over_fields(
-                self.kube, kind, namespace, name, self.legacy_managers, c.FIELD_MANAGER
-            )
-        except StaleObjectError as error:
-            raise ConflictError(str(error)) from error
-
-    async def _apply(self, runtime: TrussiumRuntime, rendered: Obj, live: Obj | None) -> Obj:
-        body = rendered
-        autoscaled = runtime.spec.enabled_autoscaling is not None
-        if rendered["kind"] == "Deployment" and autoscaled and live is not None:
-            # The replica count was read from `live`: apply only onto that version, so a
-            # newer count set by the autoscaler is never overwritten (409 -> fresh retry).
-            version = live["metadata"]["resourceVersion"]
-            body = rendered | {"metadata": rendered["metadata"] | {"resourceVersion": version}}
-        resource = OWNED[rendered["kind"]]
-        try:
-            return await self.kube.request(
-                "PATCH",
-                resource.path(runtime.metadata.namespace, runtime.metadata.name),
-                query={"fieldManager": c.FIELD_MANAGER, "force": "true"},
-                body=body,
-                content_type=APPLY_PATCH,
-            )
-        except ApiError as error:
-            if error.conflict and body is not rendered:
-                raise ConflictError(str(error)) from error
-            raise
-
-    async def _remove_foreign_fields(self, obj: Obj, root: tuple[str, ...]) -> Obj:
-        patch = foreign_removals(obj, c.FIELD_MANAGER, root)
-        if not patch:
-            return obj
-        meta = obj["metadata"]
-        log.info(
-            "removing fields others added to %s",
-            ".".join(root),
-            extra={
-                "fields": {
-                    "namespace": meta["namespace"],
-                    "name": meta["name"],
-                    "paths": [op["path"] for op in patch if op["op"] == "remove"],
-                }
-            },
-        )
-        return await self.kube.request(
-            "PATCH",
-            OWNED[obj["kind"]].path(meta["namespace"], meta["name"]),
-            body=patch,
-            content_type=JSON_PATCH,
-        )
-
     async def _delete_if_ours(self, runtime: TrussiumRuntime, ref: ObjectRef) -> None:
         namespace = runtime.metadata.namespace
-        live = self.caches.owned[ref.kind].get(namespace, ref.name)
+        live = self.caches.owned(ref.kind).store.get(namespace, ref.name)
         if live is None or not _controlled_by(live, runtime.metadata.uid):
             return
         try:
@@ -315,15 +230,10 @@ class Reconciler:
             "status": status,
         }
         path = RUNTIMES.path(meta["namespace"], meta["name"]) + "/status"
-        try:
-            answer = await self.kube.request("PUT", path, body=body)
-        except ApiError as error:
-            if error.conflict:
-                raise ConflictError(str(error)) from error
-            raise
+        answer = await self.kube.request("PUT", path, body=body)
         # The watch brings the same object later; storing it now keeps a quick
         # follow-up reconcile from writing on top of a stale version.
-        self.caches.runtimes.upsert(answer)
+        self.caches.runtimes.store.upsert(answer)
 
 
 def _stamp(now: datetime) -> str:

@@ -7,8 +7,9 @@ created, and whenever a legacy writer updates one again. Only then is the
 full object read, the new managedFields computed by
 `common.managed_fields.take_over`, and written with a JSON patch whose
 first operation tests the resourceVersion: a concurrent write makes it
-fail and the reconcile retries on fresh data. Nothing is deleted or
-recreated, and no field value changes; the following apply prunes.
+fail, `controller.errors.classify` takes that for a race, and the
+reconcile retries on fresh data. Nothing is deleted or recreated, and no
+field value changes; the following apply prunes.
 """
 
 import logging
@@ -22,10 +23,6 @@ from controller.kube import JSON_PATCH, OWNED, ApiError, Kube
 log = logging.getLogger("controller.takeover")
 # What of a managedFields entry the cache keeps: enough to spot a legacy writer.
 _SUMMARY = ("manager", "operation", "subresource")
-
-
-class StaleObjectError(Exception):
-    """The object changed between the read and the guarded write: retry with fresh data."""
 
 
 def managers_kept(obj: Obj) -> Obj:
@@ -79,9 +76,5 @@ async def take_over_fields(
     try:
         await kube.request("PATCH", path, body=patch, content_type=JSON_PATCH)
     except ApiError as error:
-        # A failed `test` is answered 422 (Invalid); a deleted object 404.
-        if error.not_found:
-            return
-        if error.invalid or error.conflict:
-            raise StaleObjectError(f"{kind} {namespace}/{name} changed: {error}") from error
-        raise
+        if not error.not_found:  # deleted meanwhile: nothing left to take over
+            raise

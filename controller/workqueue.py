@@ -12,7 +12,8 @@
 import asyncio
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
+from typing import Generic, TypeVar
 
 from controller import metrics
 
@@ -20,21 +21,22 @@ BASE_DELAY = 0.005
 MAX_DELAY = 1000.0
 QPS = 10.0
 BURST = 100
+K = TypeVar("K", bound=Hashable)
 
 
-class ItemBackoff:
+class ItemBackoff(Generic[K]):
     """Per-key exponential backoff: base * 2^failures, capped."""
 
     def __init__(self, base: float = BASE_DELAY, cap: float = MAX_DELAY) -> None:
         self.base, self.cap = base, cap
-        self._failures: dict[str, int] = {}
+        self._failures: dict[K, int] = {}
 
-    def when(self, key: str) -> float:
+    def when(self, key: K) -> float:
         failures = self._failures.get(key, 0)
         self._failures[key] = failures + 1
         return min(self.base * 2.0**failures, self.cap)
 
-    def forget(self, key: str) -> None:
+    def forget(self, key: K) -> None:
         self._failures.pop(key, None)
 
 
@@ -56,24 +58,24 @@ class TokenBucket:
         return 0.0 if self._tokens >= 0 else -self._tokens / self.qps
 
 
-class WorkQueue:
+class WorkQueue(Generic[K]):
     def __init__(
         self,
         name: str,
-        backoff: ItemBackoff | None = None,
+        backoff: ItemBackoff[K] | None = None,
         bucket: TokenBucket | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.name = name
-        self.backoff = backoff or ItemBackoff()
+        self.backoff: ItemBackoff[K] = backoff or ItemBackoff()
         self.bucket = bucket or TokenBucket()
         self._clock = clock
-        self._queue: deque[str] = deque()
-        self._dirty: set[str] = set()
-        self._processing: set[str] = set()
-        self._added_at: dict[str, float] = {}
-        self._started_at: dict[str, float] = {}
-        self._timers: dict[str, asyncio.TimerHandle] = {}
+        self._queue: deque[K] = deque()
+        self._dirty: set[K] = set()
+        self._processing: set[K] = set()
+        self._added_at: dict[K, float] = {}
+        self._started_at: dict[K, float] = {}
+        self._timers: dict[K, asyncio.TimerHandle] = {}
         self._waiters: deque[asyncio.Future[None]] = deque()
         self._shutting_down = False
         metrics.WORKQUEUE_UNFINISHED_WORK.labels(name).set_function(self.unfinished_work_seconds)
@@ -95,7 +97,7 @@ class WorkQueue:
         now = self._clock()
         return max((now - started for started in self._started_at.values()), default=0.0)
 
-    def add(self, key: str) -> None:
+    def add(self, key: K) -> None:
         if self._shutting_down or key in self._dirty:
             return
         metrics.WORKQUEUE_ADDS.labels(self.name).inc()
@@ -114,7 +116,7 @@ class WorkQueue:
                 waiter.set_result(None)
                 return
 
-    def add_after(self, key: str, delay: float) -> None:
+    def add_after(self, key: K, delay: float) -> None:
         """Add once `delay` has passed; an earlier pending add for the key wins."""
         if delay <= 0:
             self.add(key)
@@ -128,18 +130,18 @@ class WorkQueue:
             pending.cancel()
         self._timers[key] = loop.call_at(due, self._fire, key)
 
-    def _fire(self, key: str) -> None:
+    def _fire(self, key: K) -> None:
         self._timers.pop(key, None)
         self.add(key)
 
-    def add_rate_limited(self, key: str) -> None:
+    def add_rate_limited(self, key: K) -> None:
         metrics.WORKQUEUE_RETRIES.labels(self.name).inc()
         self.add_after(key, max(self.backoff.when(key), self.bucket.reserve()))
 
-    def forget(self, key: str) -> None:
+    def forget(self, key: K) -> None:
         self.backoff.forget(key)
 
-    async def get(self) -> str | None:
+    async def get(self) -> K | None:
         """The next key, or None once the queue is shut down (queued keys are left)."""
         while not self._queue or self._shutting_down:
             if self._shutting_down:
@@ -163,7 +165,7 @@ class WorkQueue:
         self._started_at[key] = now
         return key
 
-    def done(self, key: str) -> None:
+    def done(self, key: K) -> None:
         self._processing.discard(key)
         started = self._started_at.pop(key, None)
         if started is not None:

@@ -15,8 +15,8 @@ from typing import Any
 
 from aiohttp import web
 from aiohttp.typedefs import Middleware
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from cmdline.health import probes_app
 from common import admission
 from common.admission import AdmissionDecodeError, AdmissionRequest
 from common.constants import (
@@ -282,22 +282,4 @@ def _error_response(status: int, message: str) -> web.Response:
 
 def create_health_app(ready: Callable[[], bool], metrics: WebhookMetrics) -> web.Application:
     """The plain-HTTP application: liveness, readiness (TLS material loaded) and metrics."""
-
-    async def healthz(_: web.Request) -> web.Response:
-        return web.Response(text="ok")
-
-    async def readyz(_: web.Request) -> web.Response:
-        if ready():
-            return web.Response(text="ok")
-        return web.Response(status=503, text="serving certificate not loaded yet")
-
-    async def prometheus(_: web.Request) -> web.Response:
-        return web.Response(
-            body=generate_latest(metrics.registry), headers={"Content-Type": CONTENT_TYPE_LATEST}
-        )
-
-    app = web.Application()
-    app.router.add_get("/healthz", healthz)
-    app.router.add_get("/readyz", readyz)
-    app.router.add_get("/metrics", prometheus)
-    return app
+    return probes_app(ready, "serving certificate not loaded yet", metrics.registry)

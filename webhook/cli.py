@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import cast
 
 from certs.cli import add_certs_commands
+from cmdline.addresses import split_address
 from cmdline.logs import configure_logging
 from cmdline.options import (
     LOG_FORMATS,
@@ -25,12 +26,12 @@ from cmdline.options import (
     ConfigurationError,
     Subcommands,
     add_version,
+    env,
     env_bool,
+    env_list,
     fail,
     list_environment,
 )
-from cmdline.options import env as _env
-from cmdline.options import env_list as _env_list
 from common.constants import WEBHOOK_CONFIG_NAME, WEBHOOK_SECRET_NAME, WEBHOOK_SERVICE_NAME
 from webhook.app import DEFAULT_BODY_TIMEOUT_SECONDS, DEFAULT_MAX_REQUEST_BYTES
 from webhook.connections import DEFAULT_LIMITS, ConnectionLimits
@@ -44,22 +45,22 @@ log = logging.getLogger(__name__)
 def _add_serve_command(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     serve_parser = subparsers.add_parser("serve", help="serve admission reviews over HTTPS")
     add = serve_parser.add_argument
-    add("--bind-address", default=_env("bind-address", "0.0.0.0:9443"), help="HTTPS HOST:PORT")
+    add("--bind-address", default=env("--bind-address", "0.0.0.0:9443"), help="HTTPS HOST:PORT")
     add(
         "--health-bind-address",
-        default=_env("health-bind-address", "0.0.0.0:8081"),
+        default=env("--health-bind-address", "0.0.0.0:8081"),
         help="plain-HTTP HOST:PORT for /healthz, /readyz and /metrics",
     )
     add(
         "--cert-mode",
         choices=("self-managed", "files"),
-        default=_env("cert-mode", "self-managed"),
+        default=env("--cert-mode", "self-managed"),
         help="self-managed: CA and certificate kept in a Secret; files: served from --cert-dir",
     )
-    add("--cert-dir", type=Path, default=_env("cert-dir"), help="folder with tls.crt and tls.key")
-    add("--namespace", default=_env("namespace", os.environ.get("POD_NAMESPACE", "")))
-    add("--secret-name", default=_env("secret-name", WEBHOOK_SECRET_NAME))
-    add("--service-name", default=_env("service-name", WEBHOOK_SERVICE_NAME))
+    add("--cert-dir", type=Path, default=env("--cert-dir"), help="folder with tls.crt and tls.key")
+    add("--namespace", default=env("--namespace", os.environ.get("POD_NAMESPACE", "")))
+    add("--secret-name", default=env("--secret-name", WEBHOOK_SECRET_NAME))
+    add("--service-name", default=env("--service-name", WEBHOOK_SERVICE_NAME))
     add("--dns-name", action="append", help="extra certificate DNS name (repeatable)")
     add("--ip-address", action="append", help="extra certificate IP address (repeatable)")
     add(
@@ -69,40 +70,40 @@ def _add_serve_command(subparsers: "argparse._SubParsersAction[argparse.Argument
     )
     add(
         "--operator-username",
-        default=_env("operator-username"),
+        default=env("--operator-username"),
         help="user name of the operator's ServiceAccount, the only one allowed to change "
         "managed Deployments (e.g. system:serviceaccount:trussium-system:trussium-operator)",
     )
-    add("--kubeconfig", default=_env("kubeconfig"))
-    add("--log-level", choices=LOG_LEVELS, default=_env("log-level", "info"))
+    add("--kubeconfig", default=env("--kubeconfig"))
+    add("--log-level", choices=LOG_LEVELS, default=env("--log-level", "info"))
     add(
         "--log-format",
         choices=LOG_FORMATS,
-        default=_env("log-format", "json"),
+        default=env("--log-format", "json"),
         help="json: one object per line, for log pipelines; text: for a person at a terminal",
     )
     add(
         "--max-request-bytes",
         type=int,
-        default=_env("max-request-bytes", str(DEFAULT_MAX_REQUEST_BYTES)),
+        default=env("--max-request-bytes", str(DEFAULT_MAX_REQUEST_BYTES)),
     )
     add(
         "--header-timeout",
         type=float,
-        default=_env("header-timeout", str(DEFAULT_LIMITS.header_timeout)),
+        default=env("--header-timeout", str(DEFAULT_LIMITS.header_timeout)),
         help="seconds a connection gets for its TLS handshake and for each complete request "
         "head; also how long an idle keep-alive connection stays open",
     )
     add(
         "--body-timeout",
         type=float,
-        default=_env("body-timeout", str(DEFAULT_BODY_TIMEOUT_SECONDS)),
+        default=env("--body-timeout", str(DEFAULT_BODY_TIMEOUT_SECONDS)),
         help="seconds a request body gets to arrive in full",
     )
     add(
         "--max-connections",
         type=int,
-        default=_env("max-connections", str(DEFAULT_LIMITS.max_connections)),
+        default=env("--max-connections", str(DEFAULT_LIMITS.max_connections)),
         help="open connections per listener; more are closed on arrival",
     )
     add(
@@ -115,13 +116,13 @@ def _add_serve_command(subparsers: "argparse._SubParsersAction[argparse.Argument
     add(
         "--shutdown-delay",
         type=float,
-        default=_env("shutdown-delay", "5"),
+        default=env("--shutdown-delay", "5"),
         help="seconds admissions are still answered after SIGTERM, while endpoints update",
     )
     add(
         "--shutdown-timeout",
         type=float,
-        default=_env("shutdown-timeout", "20"),
+        default=env("--shutdown-timeout", "20"),
         help="seconds in-flight admissions get to finish after SIGTERM",
     )
     serve_parser.set_defaults(handler=_serve)
@@ -142,13 +143,11 @@ def _serve(args: argparse.Namespace) -> int:
         return fail(PROGRAM, "--operator-username is required")
     try:
         for address in (args.bind_address, args.health_bind_address):
-            server.split_address(address)
+            split_address(address)
     except ValueError as error:
         return fail(PROGRAM, error)
     if args.cert_mode == "files" and args.cert_dir is not None and not args.cert_dir.is_dir():
         return fail(PROGRAM, f"--cert-dir {args.cert_dir}: not a folder")
-    if args.kubeconfig and not Path(args.kubeconfig).is_file():
-        return fail(PROGRAM, f"--kubeconfig {args.kubeconfig}: no such file")
     options = server.ServeOptions(
         operator_username=args.operator_username,
         bind_address=args.bind_address,
@@ -158,10 +157,10 @@ def _serve(args: argparse.Namespace) -> int:
         namespace=args.namespace,
         secret_name=args.secret_name,
         service_name=args.service_name,
-        dns_names=tuple(args.dns_name or _env_list("dns-name")),
-        ip_addresses=tuple(args.ip_address or _env_list("ip-address")),
+        dns_names=tuple(args.dns_name or env_list("--dns-name")),
+        ip_addresses=tuple(args.ip_address or env_list("--ip-address")),
         webhook_config_names=tuple(
-            args.webhook_config_name or _env_list("webhook-config-name", [WEBHOOK_CONFIG_NAME])
+            args.webhook_config_name or env_list("--webhook-config-name", [WEBHOOK_CONFIG_NAME])
         ),
         kubeconfig=args.kubeconfig,
         max_request_bytes=args.max_request_bytes,
@@ -175,7 +174,7 @@ def _serve(args: argparse.Namespace) -> int:
     )
     try:
         asyncio.run(server.serve(options))
-    except server.ConfigurationError as error:
+    except ConfigurationError as error:
         return fail(PROGRAM, error)
     return 0
 

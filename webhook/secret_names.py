@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable
 
 from kubernetes_asyncio import client
 
-_METADATA_ONLY = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+from cmdline.metadata_only import METADATA_ONLY
 
 
 def secret_names_lister(
@@ -20,7 +20,7 @@ def secret_names_lister(
             "/api/v1/namespaces/{namespace}/secrets",
             "GET",
             path_params={"namespace": namespace},
-            header_params={"Accept": _METADATA_ONLY},
+            header_params={"Accept": METADATA_ONLY},
             auth_settings=["BearerToken"],
             _preload_content=False,
         )

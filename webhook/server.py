@@ -8,9 +8,7 @@ listener closes and in-flight admissions get `shutdown_timeout` seconds.
 """
 
 import asyncio
-import contextlib
 import logging
-import signal
 import ssl
 import tempfile
 from collections.abc import Awaitable, Callable
@@ -20,13 +18,17 @@ from typing import Any, Literal
 
 import aiohttp
 from aiohttp import web
-from kubernetes_asyncio import client, config
+from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from certs.authority import CertificateError, service_dns_names
 from certs.inject import ConflictError, describe
 from certs.reload import ReloadingTLS
 from certs.selfmanaged import SelfManaged
+from cmdline.addresses import split_address
+from cmdline.kubeconfig import new_api_client
+from cmdline.options import ConfigurationError
+from cmdline.stopping import stop_on_signals, until_stopped
 from common.constants import WEBHOOK_CONFIG_NAME, WEBHOOK_SECRET_NAME, WEBHOOK_SERVICE_NAME
 from webhook.app import (
     DEFAULT_BODY_TIMEOUT_SECONDS,
@@ -68,18 +70,6 @@ class ServeOptions:
     tls_poll_seconds: float = 5.0
 
 
-class ConfigurationError(Exception):
-    """The options cannot work (e.g. self-managed mode without a namespace)."""
-
-
-def split_address(address: str) -> tuple[str, int]:
-    """ "host:port" (IPv6 as "[::1]:9443") -> (host, port); ValueError when malformed."""
-    host, separator, port = address.rpartition(":")
-    if not separator or not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise ValueError(f"expected HOST:PORT, got {address!r}")
-    return host.strip("[]") or "0.0.0.0", int(port)
-
-
 @dataclass
 class _State:
     tls: ReloadingTLS | None = None
@@ -92,7 +82,7 @@ class _State:
 
 async def serve(options: ServeOptions, stop: asyncio.Event | None = None) -> None:
     """Serve until SIGTERM/SIGINT (or `stop` is set)."""
-    stop = stop or _stop_on_signals()
+    stop = stop or stop_on_signals()
     if options.cert_mode == "self-managed" and not options.namespace:
         raise ConfigurationError("--cert-mode self-managed needs --namespace (or POD_NAMESPACE)")
     if options.cert_mode == "files" and options.cert_dir is None:
@@ -112,9 +102,8 @@ async def serve(options: ServeOptions, stop: asyncio.Event | None = None) -> Non
     try:
         with tempfile.TemporaryDirectory(prefix="trussium-webhook-") as scratch:
             cert_dir = options.cert_dir or Path(scratch)
-            loading = asyncio.create_task(_load_tls(options, state, api_client, cert_dir))
-            await _first(loading, stop)
-            if state.tls is None:
+            await until_stopped(stop, _load_tls(options, state, api_client, cert_dir))
+            if state.tls is None:  # stopped first
                 return
             tls = state.tls
             metrics.certificate_expiry.set_function(lambda: tls.not_after.timestamp())
@@ -207,19 +196,6 @@ async def _retry(attempt: Callable[[], Awaitable[Any]], what: str) -> None:
             await asyncio.sleep(SELF_MANAGED_RETRY_SECONDS)
 
 
-async def _first(work: "asyncio.Task[None]", stop: asyncio.Event) -> None:
-    """Wait for `work` or `stop`, whichever comes first; work's errors propagate."""
-    stopped = asyncio.create_task(stop.wait())
-    await asyncio.wait({work, stopped}, return_when=asyncio.FIRST_COMPLETED)
-    stopped.cancel()
-    if not work.done():
-        work.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await work
-        return
-    work.result()
-
-
 async def start_site(
     app: web.Application,
     address: str,
@@ -243,34 +219,12 @@ async def start_site(
 
 
 async def _api_client(kubeconfig: str | None) -> client.ApiClient | None:
-    """An API client from --kubeconfig, else in-cluster, else $KUBECONFIG; None when none works.
-
-    kubernetes_asyncio raises assorted exception types on a malformed file
-    (even TypeError), so every failure is caught and explained in one line.
-    """
-    if kubeconfig:
-        try:
-            return await config.new_client_from_config(config_file=kubeconfig)
-        except Exception as error:
-            raise ConfigurationError(f"cannot use --kubeconfig {kubeconfig}: {error}") from None
+    """The API client, or None without --kubeconfig when no other way works
+    (files mode serves without the API server)."""
     try:
-        config.load_incluster_config()  # type: ignore[no-untyped-call]
-        return client.ApiClient()
-    except config.ConfigException:
-        pass
-    try:
-        return await config.new_client_from_config()
-    except Exception as error:
-        log.info(
-            "no Kubernetes API access",
-            extra={"fields": {"error": f"{type(error).__name__}: {error}"}},
-        )
+        return await new_api_client(kubeconfig)
+    except ConfigurationError as error:
+        if kubeconfig:
+            raise
+        log.info("no Kubernetes API access", extra={"fields": {"error": str(error)}})
         return None
-
-
-def _stop_on_signals() -> asyncio.Event:
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
-    return stop

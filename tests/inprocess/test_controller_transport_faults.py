@@ -18,6 +18,7 @@ from controller.informer import Informer
 from controller.kube import SECRETS, Resource
 from controller.leader import LeaderElector, LeadershipLostError, Timing
 from controller.manager import Manager, Options
+from controller.names import NamespacedName
 from controller.reconciler import Reconciler
 from devcluster.layout import free_port
 from tests.support.fake_apiserver import FakeApiServer, Lease, Watch
@@ -179,7 +180,7 @@ async def test_a_watch_that_always_fails_is_retried_with_a_growing_delay(
         for failures, gap in enumerate(gaps[:2]):
             assert gap >= 0.05 * 2**failures - 0.01, f"retry {failures + 1} came after {gap:.3f}s"
         assert not task.done(), "the informer ended"
-        assert informer.synced.is_set()
+        assert informer.cache.synced.is_set()
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
@@ -249,7 +250,7 @@ async def test_a_dropped_watch_resumes_from_the_last_version_without_a_relist(
         server.end_watches()
         await until(lambda: len(server.watches_of(path)) >= 3, "a watch after the drop")
         await until(lambda: server.held.get(path), "the watch resumed")
-        assert informer.fresh
+        assert informer.cache.fresh
         assert server.watches_of(path)[-1][1] == version
         assert len(server.lists_of(path)) == 1
     finally:
@@ -286,13 +287,13 @@ class Recording(Reconciler):
     """Records keys; each reconcile waits for `finish` (set by default)."""
 
     def __init__(self) -> None:
-        self.started: list[tuple[float, str]] = []
-        self.ended: list[tuple[float, str]] = []
-        self.cancelled: list[tuple[float, str]] = []
+        self.started: list[tuple[float, NamespacedName]] = []
+        self.ended: list[tuple[float, NamespacedName]] = []
+        self.cancelled: list[tuple[float, NamespacedName]] = []
         self.finish = asyncio.Event()
         self.finish.set()
 
-    async def reconcile(self, key: str) -> None:
+    async def reconcile(self, key: NamespacedName) -> None:
         self.started.append((time.monotonic(), key))
         try:
             await self.finish.wait()
@@ -328,12 +329,12 @@ async def test_a_worker_that_meets_an_invalid_lease_keeps_the_key_and_keeps_work
         await manager.elector.acquire()
         clock.now = FAST.renew_deadline + 1  # e.g. the process was frozen: not safe to write
         worker = asyncio.create_task(manager._work(asyncio.Event()))
-        manager.queue.add("ns/a")
+        manager.queue.add(NamespacedName("ns", "a"))
         await until(lambda: not len(manager.queue) and not manager.queue.in_flight, "key taken")
         assert not recording.started
         clock.now = 0.5  # renewed in time after all
         await until(lambda: recording.ended, "the key reconciled")
-        assert [key for _, key in recording.ended] == ["ns/a"]
+        assert [key for _, key in recording.ended] == [NamespacedName("ns", "a")]
         assert not worker.done(), "the worker exited"
     finally:
         manager.queue.shut_down()
@@ -351,7 +352,7 @@ async def test_shutdown_finishes_in_flight_work_while_renewing_then_releases(
     running = asyncio.create_task(manager.run(stop))
     try:
         await until(lambda: server.record.lease_writes, "leading")
-        manager.queue.add("ns/a")
+        manager.queue.add(NamespacedName("ns", "a"))
         await until(lambda: recording.started, "a reconcile in flight")
         stop.set()
         stopped_at = time.monotonic()
@@ -385,7 +386,7 @@ async def test_shutdown_cancels_work_past_the_drain_budget_before_releasing(
     running = asyncio.create_task(manager.run(stop))
     try:
         await until(lambda: server.record.lease_writes, "leading")
-        manager.queue.add("ns/a")
+        manager.queue.add(NamespacedName("ns", "a"))
         await until(lambda: recording.started, "a reconcile in flight")
         stop.set()
         assert await asyncio.wait_for(running, 10) == 0

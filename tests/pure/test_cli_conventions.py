@@ -113,6 +113,18 @@ def test_a_bad_kubeconfig_is_one_line_exit_2(tmp_path: Path) -> None:
     assert result.stderr.splitlines()[-1].startswith("trussium-controller: error: cannot use")
 
 
+@pytest.mark.parametrize("program", PROGRAMS)
+def test_a_malformed_bind_address_is_refused_before_anything_starts(program: str) -> None:
+    command = SERVE if program == "trussium-webhook" else ["run"]
+    result = run(
+        program,
+        *command,
+        env={"TRUSSIUM_HEALTH_PROBE_BIND_ADDRESS": "8081", "TRUSSIUM_HEALTH_BIND_ADDRESS": "8081"},
+    )
+    assert_one_line_error(result, program)
+    assert "expected HOST:PORT, got '8081'" in result.stderr
+
+
 @pytest.mark.parametrize(
     ("argv", "variables"),
     [

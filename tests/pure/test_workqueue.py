@@ -17,7 +17,7 @@ class FakeClock:
 
 
 async def test_a_key_added_twice_is_handed_out_once() -> None:
-    queue = WorkQueue("t")
+    queue = WorkQueue[str]("t")
     queue.add("ns/a")
     queue.add("ns/a")
     queue.add("ns/b")
@@ -27,7 +27,7 @@ async def test_a_key_added_twice_is_handed_out_once() -> None:
 
 
 async def test_a_key_re_added_while_in_flight_waits_for_done() -> None:
-    queue = WorkQueue("t")
+    queue = WorkQueue[str]("t")
     queue.add("ns/a")
     key = await queue.get()
     queue.add("ns/a")
@@ -40,14 +40,14 @@ async def test_a_key_re_added_while_in_flight_waits_for_done() -> None:
 
 
 async def test_done_without_re_add_does_not_requeue() -> None:
-    queue = WorkQueue("t")
+    queue = WorkQueue[str]("t")
     queue.add("ns/a")
     queue.done(await queue.get() or "")
     assert len(queue) == 0
 
 
 async def test_workers_blocked_in_get_wake_up_on_add() -> None:
-    queue = WorkQueue("t")
+    queue = WorkQueue[str]("t")
     getters = [asyncio.create_task(queue.get()) for _ in range(3)]
     await asyncio.sleep(0)
     for key in ("a/1", "a/2", "a/3"):
@@ -57,7 +57,7 @@ async def test_workers_blocked_in_get_wake_up_on_add() -> None:
 
 
 async def test_shut_down_releases_waiting_workers_and_hands_out_nothing() -> None:
-    queue = WorkQueue("t")
+    queue = WorkQueue[str]("t")
     waiting = asyncio.create_task(queue.get())
     await asyncio.sleep(0)
     queue.shut_down()
@@ -67,7 +67,7 @@ async def test_shut_down_releases_waiting_workers_and_hands_out_nothing() -> Non
 
 
 def test_backoff_doubles_per_failure_up_to_the_cap_and_resets_on_forget() -> None:
-    backoff = ItemBackoff(base=0.005, cap=1.0)
+    backoff = ItemBackoff[str](base=0.005, cap=1.0)
     delays = [backoff.when("k") for _ in range(10)]
     assert delays[:4] == [0.005, 0.01, 0.02, 0.04]
     assert delays[-1] == 1.0
@@ -87,14 +87,14 @@ def test_token_bucket_allows_a_burst_then_spaces_retries_at_the_rate() -> None:
 
 
 async def test_rate_limited_add_waits_for_the_backoff() -> None:
-    queue = WorkQueue("t", backoff=ItemBackoff(base=0.05))
+    queue = WorkQueue[str]("t", backoff=ItemBackoff[str](base=0.05))
     queue.add_rate_limited("ns/a")
     assert len(queue) == 0
     assert await asyncio.wait_for(queue.get(), 1) == "ns/a"
 
 
 async def test_an_earlier_delayed_add_wins_over_a_later_one() -> None:
-    queue = WorkQueue("t")
+    queue = WorkQueue[str]("t")
     queue.add_after("ns/a", 0.01)
     queue.add_after("ns/a", 30)
     assert await asyncio.wait_for(queue.get(), 1) == "ns/a"
@@ -102,7 +102,7 @@ async def test_an_earlier_delayed_add_wins_over_a_later_one() -> None:
 
 async def test_unfinished_work_and_longest_processor_are_read_at_scrape_time() -> None:
     clock = FakeClock()
-    queue = WorkQueue("progress-test", clock=clock)
+    queue = WorkQueue[str]("progress-test", clock=clock)
 
     def sample(name: str) -> float | None:
         return REGISTRY.get_sample_value(name, {"name": "progress-test"})

@@ -1,0 +1,126 @@
+"""How each managed kind is applied: a forced server-side apply, plus what one kind
+needs before, instead of, or after it.
+
+- Deployment: with autoscaling on, the apply is guarded by the cached
+  resourceVersion (its replica count was read from there), so a count the
+  autoscaler set meanwhile is never overwritten: a 409, and a fresh retry.
+  After the apply, pod-template fields other managers added are removed
+  (`controller/drift.py`).
+- Service: an apply refused as invalid because a hand-edited port sits beside
+  ours under another manager (a duplicate `http` name) is recovered by a JSON
+  patch swapping their ports for ours, then applied again.
+"""
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from common import constants as c
+from common.api import TrussiumRuntime
+from controller.cache import Obj
+from controller.drift import POD_TEMPLATE, foreign_removals, service_ports_restoration
+from controller.kube import APPLY_PATCH, JSON_PATCH, OWNED, ApiError, Kube
+
+log = logging.getLogger("controller.reconciler")  # a step's lines are its reconcile's
+
+
+async def server_side_apply(kube: Kube, body: Obj) -> Obj:
+    meta = body["metadata"]
+    return await kube.request(
+        "PATCH",
+        OWNED[body["kind"]].path(meta["namespace"], meta["name"]),
+        query={"fieldManager": c.FIELD_MANAGER, "force": "true"},
+        body=body,
+        content_type=APPLY_PATCH,
+    )
+
+
+def _as_rendered(runtime: TrussiumRuntime, rendered: Obj, live: Obj | None) -> Obj:
+    return rendered
+
+
+async def _no_recovery(kube: Kube, error: ApiError, rendered: Obj) -> bool:
+    return False
+
+
+async def _as_answered(kube: Kube, answer: Obj) -> Obj:
+    return answer
+
+
+@dataclass(frozen=True)
+class ApplyStep:
+    """`body` is what to apply; `recover` fixes what a refused apply ran into (True:
+    apply again); `settle` follows a successful apply and returns the object as it is."""
+
+    body: Callable[[TrussiumRuntime, Obj, Obj | None], Obj] = _as_rendered
+    recover: Callable[[Kube, ApiError, Obj], Awaitable[bool]] = _no_recovery
+    settle: Callable[[Kube, Obj], Awaitable[Obj]] = _as_answered
+
+    async def apply(
+        self, kube: Kube, runtime: TrussiumRuntime, rendered: Obj, live: Obj | None
+    ) -> Obj:
+        body = self.body(runtime, rendered, live)
+        try:
+            answer = await server_side_apply(kube, body)
+        except ApiError as error:
+            if not await self.recover(kube, error, rendered):
+                raise
+            answer = await server_side_apply(kube, body)
+        return await self.settle(kube, answer)
+
+
+def _guarded_by_cached_version(runtime: TrussiumRuntime, rendered: Obj, live: Obj | None) -> Obj:
+    if live is None or runtime.spec.enabled_autoscaling is None:
+        return rendered
+    version = live["metadata"]["resourceVersion"]
+    return rendered | {"metadata": rendered["metadata"] | {"resourceVersion": version}}
+
+
+async def _remove_foreign_pod_template_fields(kube: Kube, obj: Obj) -> Obj:
+    patch = foreign_removals(obj, c.FIELD_MANAGER, POD_TEMPLATE)
+    if not patch:
+        return obj
+    meta = obj["metadata"]
+    log.info(
+        "removing fields others added to %s",
+        ".".join(POD_TEMPLATE),
+        extra={
+            "fields": {
+                "namespace": meta["namespace"],
+                "name": meta["name"],
+                "paths": [op["path"] for op in patch if op["op"] == "remove"],
+            }
+        },
+    )
+    path = OWNED[obj["kind"]].path(meta["namespace"], meta["name"])
+    return await kube.request("PATCH", path, body=patch, content_type=JSON_PATCH)
+
+
+async def _restore_service_ports(kube: Kube, error: ApiError, rendered: Obj) -> bool:
+    if not error.invalid:
+        return False
+    meta = rendered["metadata"]
+    path = OWNED["Service"].path(meta["namespace"], meta["name"])
+    service = await kube.request("GET", path)
+    patch = service_ports_restoration(service, c.FIELD_MANAGER, rendered["spec"]["ports"])
+    if not patch:
+        return False
+    log.info(
+        "restoring Service ports others changed",
+        extra={"fields": {"namespace": meta["namespace"], "name": meta["name"]}},
+    )
+    await kube.request("PATCH", path, body=patch, content_type=JSON_PATCH)
+    return True
+
+
+PLAIN = ApplyStep()
+STEPS = {
+    "Deployment": ApplyStep(
+        body=_guarded_by_cached_version, settle=_remove_foreign_pod_template_fields
+    ),
+    "Service": ApplyStep(recover=_restore_service_ports),
+}
+
+
+def step_for(kind: str) -> ApplyStep:
+    return STEPS.get(kind, PLAIN)

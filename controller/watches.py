@@ -1,0 +1,85 @@
+"""What the controller watches, one entry per watch, and the caches they fill.
+
+The table reads as controller-runtime's builder sentence:
+For(TrussiumRuntime, generation changed).Owns(ConfigMap, ServiceAccount,
+Service, Deployment, PodDisruptionBudget, NetworkPolicy,
+HorizontalPodAutoscaler).Watches(Secret metadata, referencing runtimes).
+
+Each entry names its role, which is how its cache is addressed: `runtimes`,
+`secrets`, or the managed kind it owns.
+"""
+
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+
+from common import constants as c
+from controller.cache import Cache, Change, Index, Obj, Store, identity_only, strip_bookkeeping
+from controller.kube import OWNED, RUNTIMES, SECRETS, Resource
+from controller.mapping import SecretReferences, owner_of, runtime_change
+from controller.names import NamespacedName
+from controller.takeover import managers_kept
+
+RUNTIMES_ROLE = "runtimes"
+SECRETS_ROLE = "secrets"
+Mapper = Callable[[Change], list[NamespacedName]]
+
+
+@dataclass(frozen=True)
+class Watch:
+    role: str
+    resource: Resource
+    # The runtimes a change of this kind must reconcile.
+    map_to: Mapper
+    label_selector: str | None = None
+    # Listed and watched as PartialObjectMetadata: never an object's content.
+    metadata_only: bool = False
+    # What of each object the cache keeps.
+    transform: Callable[[Obj], Obj] = strip_bookkeeping
+    # Kept up to date with the cache, for a mapper to read.
+    index: Index | None = None
+
+
+def watch_table(references: SecretReferences) -> tuple[Watch, ...]:
+    """Every watch, with `references` kept by the runtimes cache for the Secret mapper."""
+    return (
+        Watch(RUNTIMES_ROLE, RUNTIMES, runtime_change, index=references),
+        *(
+            Watch(kind, resource, owner_of, c.MANAGED_SELECTOR, transform=managers_kept)
+            for kind, resource in OWNED.items()
+        ),
+        Watch(
+            SECRETS_ROLE,
+            SECRETS,
+            references.runtimes_referencing,
+            metadata_only=True,
+            transform=identity_only,
+        ),
+    )
+
+
+class Caches:
+    """Every watch's cache, by role."""
+
+    def __init__(self, by_role: Mapping[str, Cache]) -> None:
+        self._by_role = dict(by_role)
+
+    @classmethod
+    def for_watches(cls, watches: tuple[Watch, ...]) -> "Caches":
+        return cls({w.role: Cache(Store(w.transform, w.index)) for w in watches})
+
+    def __getitem__(self, role: str) -> Cache:
+        return self._by_role[role]
+
+    def __iter__(self) -> Iterator[Cache]:
+        return iter(self._by_role.values())
+
+    @property
+    def runtimes(self) -> Cache:
+        return self._by_role[RUNTIMES_ROLE]
+
+    @property
+    def secrets(self) -> Cache:
+        return self._by_role[SECRETS_ROLE]
+
+    def owned(self, kind: str) -> Cache:
+        return self._by_role[kind]
