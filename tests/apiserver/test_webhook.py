@@ -36,7 +36,7 @@ from cmdline.inputs import read_manifests
 from common.constants import GROUP, PLURAL, VERSION
 from common.manifests import parse_manifests
 from common.offline import check_documents
-from common.validation import schema_errors
+from common.parsing import schema_errors
 from devcluster import ControlPlane
 from devcluster.hostoperator import install_crds
 from devcluster.layout import free_port
