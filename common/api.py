@@ -361,6 +361,12 @@ class TrussiumRuntimeSpec(K8sModel):
         None, description="Node selector, tolerations and affinity of the runtime Pods."
     )
 
+    @property
+    def enabled_autoscaling(self) -> AutoscalingSpec | None:
+        """The autoscaling settings when an autoscaler owns the replica count, else None."""
+        autoscaling = self.autoscaling
+        return autoscaling if autoscaling is not None and autoscaling.enabled else None
+
     @field_validator("image_pull_secrets")
     @classmethod
     def _unique_pull_secret_names(
@@ -435,4 +441,5 @@ class TrussiumRuntime(K8sModel):
     kind: str = "TrussiumRuntime"
     metadata: ObjectMeta
     spec: TrussiumRuntimeSpec
-    status: TrussiumRuntimeStatus | None = None
+    # Plain data, as the last reconcile wrote it: only read back, by `common.status`.
+    status: dict[str, Any] | None = None

@@ -72,10 +72,20 @@ def _default(
 
 
 _SCHEMA = openapi_schema()
+_SPEC_SCHEMA = _SCHEMA["properties"]["spec"]
 
 
 def apply_defaults(obj: Mapping[str, Any]) -> Defaulted:
-    """Apply the CRD defaults to a TrussiumRuntime (as a JSON dict)."""
+    """Apply the CRD defaults to a TrussiumRuntime (as a JSON dict), with the patch."""
     patch: list[dict[str, Any]] = []
     defaulted = _default(copy_json(dict(obj)), _SCHEMA, [], patch)
     return Defaulted(object=defaulted, patch=patch)
+
+
+def default_spec(spec: object) -> Any:
+    """A spec with the CRD defaults, for reading: no patch, no copy first.
+
+    `spec` itself is never changed, but the result shares its unchanged
+    parts. Only the spec: metadata and status have no defaults.
+    """
+    return _default(spec, _SPEC_SCHEMA, [], [])

@@ -45,9 +45,10 @@ def status_count(deployment: Mapping[str, Any] | None, field: str) -> int:
 
 def desired_replicas(spec: TrussiumRuntimeSpec, deployment: Mapping[str, Any] | None) -> int:
     """D: the autoscaler owns the live count when enabled, else the spec does."""
-    if spec.autoscaling is not None and spec.autoscaling.enabled:
+    autoscaling = spec.enabled_autoscaling
+    if autoscaling is not None:
         live = ((deployment or {}).get("spec") or {}).get("replicas")
-        return live if isinstance(live, int) else spec.autoscaling.min_replicas
+        return live if isinstance(live, int) else autoscaling.min_replicas
     return spec.replicas
 
 

@@ -1,8 +1,9 @@
 """The offline verdict on manifest documents, shared by `validate`, `render` and CI.
 
 A pure function over parsed documents: each TrussiumRuntime is defaulted
-and validated exactly as the admission webhook does it (`apply_defaults`,
-`validate_runtime`), and the checks only a set of files allows are added:
+as the API server would store it (`apply_defaults`, shown by `validate
+--print-defaulted`) and validated exactly as the admission webhook does it
+(`validate_runtime`), and the checks only a set of files allows are added:
 a missing `metadata.name`, the same runtime defined twice, and documents
 that look like a TrussiumRuntime but would not be one (a misspelled kind
 or API group), which would otherwise be skipped in silence.
@@ -12,8 +13,6 @@ import difflib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
-
-from pydantic import ValidationError
 
 from common.api import TrussiumRuntime
 from common.constants import API_VERSION, GROUP, KIND
@@ -104,7 +103,7 @@ def check_documents(
             report.runtimes.append(CheckedRuntime(*where, None, None))
             continue
         defaulted = apply_defaults(document).object
-        result = validate_runtime(defaulted)
+        result = validate_runtime(defaulted)  # defaults the spec again: a no-op walk
         findings = [Finding(*where, "error", e.path, e.message) for e in result.errors]
         findings += [Finding(*where, "warning", w.path, w.message) for w in result.field_warnings]
         named = isinstance(name, str) and name != ""
@@ -121,8 +120,8 @@ def check_documents(
         else:
             first_seen[key] = file
         model: TrussiumRuntime | None = None
-        if named and not any(f.severity == "error" for f in findings):
-            model, problem = _model(defaulted)
+        if named and result.parsed and not any(f.severity == "error" for f in findings):
+            model, problem = result.runtime, result.parsed.runtime_problem
             findings += [Finding(*where, "error", "metadata", problem)] if problem else []
         report.findings += findings
         report.runtimes.append(CheckedRuntime(*where, defaulted, model))
@@ -151,17 +150,3 @@ def _near_miss(document: dict[str, Any]) -> tuple[str, str] | None:
     if kind != KIND and (group == GROUP or _similar(group, GROUP)):
         return "kind", f"{GROUP} serves only {KIND}, not {kind!r}; not validated"
     return None
-
-
-def _model(defaulted: dict[str, Any]) -> tuple[TrussiumRuntime | None, str]:
-    """The model a valid runtime renders from, or what in its metadata prevents it.
-
-    The status is left out: a runtime read back from a cluster carries one,
-    and rendering does not need it.
-    """
-    try:
-        return TrussiumRuntime.model_validate(
-            {key: value for key, value in defaulted.items() if key != "status"}
-        ), ""
-    except ValidationError as error:
-        return None, "; ".join(e["msg"] for e in error.errors(include_url=False))

@@ -301,8 +301,8 @@ def render_managed_objects(
     ]
     if network_policy_enabled(runtime.spec):
         objects.append(render_network_policy(runtime))
-    autoscaling = runtime.spec.autoscaling
-    if autoscaling is not None and autoscaling.enabled:
+    autoscaling = runtime.spec.enabled_autoscaling
+    if autoscaling is not None:
         objects.append(render_autoscaler(runtime, autoscaling))
     return objects
 
@@ -313,7 +313,7 @@ def disabled_optional_objects(runtime: TrussiumRuntime) -> list[ObjectRef]:
     refs = []
     if not network_policy_enabled(runtime.spec):
         refs.append(ObjectRef(c.MANAGED_API_VERSIONS["NetworkPolicy"], "NetworkPolicy", name))
-    if runtime.spec.autoscaling is None or not runtime.spec.autoscaling.enabled:
+    if runtime.spec.enabled_autoscaling is None:
         kind = "HorizontalPodAutoscaler"
         refs.append(ObjectRef(c.MANAGED_API_VERSIONS[kind], kind, name))
     return refs

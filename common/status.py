@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from common import constants as c
-from common.api import ServiceSpec, TrussiumRuntime, TrussiumRuntimeSpec
+from common.api import ServiceSpec, TrussiumRuntime, TrussiumRuntimeSpec, TrussiumRuntimeStatus
 from common.conditions import (
     ConditionState,
     build_condition,
@@ -26,6 +26,7 @@ from common.lifecycle import (
     desired_replicas,
     generation_observed,
     rollout_of,
+    status_count,
     upgrade_of,
 )
 
@@ -52,11 +53,6 @@ class _Observed:
     ready: int
     available: int
     rollout: Rollout
-
-
-def _replicas(deployment: Mapping[str, Any] | None, field: str) -> int:
-    value = ((deployment or {}).get("status") or {}).get(field)
-    return value if isinstance(value, int) else 0
 
 
 def current_image(deployment: Mapping[str, Any] | None) -> str:
@@ -223,13 +219,13 @@ def compute_status(
 
     `now` is the RFC 3339 time used for conditions whose status flips.
     """
-    previous = runtime.status.model_dump(by_alias=True) if runtime.status else None
+    previous = runtime.status
     desired = desired_replicas(runtime.spec, deployment)
     o = _Observed(
         deployment=deployment,
         desired=desired,
-        ready=_replicas(deployment, "readyReplicas"),
-        available=_replicas(deployment, "availableReplicas"),
+        ready=status_count(deployment, "readyReplicas"),
+        available=status_count(deployment, "availableReplicas"),
         rollout=rollout_of(deployment, desired),
     )
     desired_image = render_image(runtime.spec.image)
@@ -319,7 +315,7 @@ def invalid_spec_status(
         (n for n in counts if isinstance(n, int) and not isinstance(n, bool)),
         TrussiumRuntimeSpec.model_fields["replicas"].default,
     )
-    available = _replicas(deployment, "availableReplicas")
+    available = status_count(deployment, "availableReplicas")
     message = invalid_spec_message(errors)
     states: Conditions = {
         ConditionType.CONFIGURATION_VALID: ConditionState("False", Reason.INVALID_SPEC, message),
@@ -338,7 +334,7 @@ def invalid_spec_status(
         states,
         generation=generation if isinstance(generation, int) else 0,
         now=now,
-        readyReplicas=_replicas(deployment, "readyReplicas"),
+        readyReplicas=status_count(deployment, "readyReplicas"),
         availableReplicas=available,
         desiredImage=str(previous_fields.get("desiredImage") or ""),
         currentImage=current_image(deployment),
@@ -347,14 +343,11 @@ def invalid_spec_status(
     )
 
 
+# Each field's value when absent, as the status model declares it (conditions compare apart).
 _STATUS_DEFAULTS: dict[str, Any] = {
-    "observedGeneration": None,
-    "readyReplicas": 0,
-    "availableReplicas": 0,
-    "desiredImage": "",
-    "currentImage": "",
-    "lastSuccessfulImage": "",
-    "endpoint": "",
+    field.alias or name: field.default
+    for name, field in TrussiumRuntimeStatus.model_fields.items()
+    if name != "conditions"
 }
 
 

@@ -22,6 +22,7 @@ from prometheus_client import disable_created_metrics
 from cmdline.addresses import split_address
 from cmdline.health import DISABLED
 from cmdline.kubeconfig import new_api_client
+from cmdline.logs import configure_logging
 from cmdline.options import (
     LOG_FORMATS,
     LOG_LEVELS,
@@ -37,7 +38,6 @@ from cmdline.options import (
 )
 from cmdline.stopping import stop_on_signals
 from common import constants as c
-from common.logs import configure_logging
 from common.managed_fields import GO_OPERATOR_MANAGER
 from controller.exclusion import GO_OPERATOR_LEASE, LeaseRef
 from controller.kube import Kube

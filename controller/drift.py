@@ -11,14 +11,19 @@ instead of losing something unseen. Server defaults are owned by nobody and stay
 `kubectl.kubernetes.io/restartedAt` annotation is the one foreign field
 kept, so `kubectl rollout restart` keeps working. See ADR 0002.
 
-The same holds for a Service's ports: a port edited by hand is re-keyed
-under another manager, and would otherwise sit beside ours forever.
+A Service's ports are the other such root. The port list is keyed by port
+and protocol, so a port whose number was edited by hand becomes another
+manager's entry, and the operator's apply, which adds its own port back
+under the same name, is refused (422). `service_ports_restoration` then
+swaps the ports others own for the rendered ones in one guarded patch; the
+reconciler calls it only on that refusal.
 """
 
 import json
 from typing import Any
 
 from common import constants as c
+from common.defaulting import json_pointer
 
 Fields = dict[str, Any]
 Token = str | int
@@ -48,8 +53,8 @@ def foreign_removals(
         if entry.get("manager") != manager and not entry.get("subresource"):
             _collect(_fields_under(entry, root), ours, live, root, found)
     ordered = sorted(found, key=_sort_key, reverse=True)
-    tests = [{"op": "test", "path": _pointer(p), "value": found[p]} for p in ordered]
-    return tests + [{"op": "remove", "path": _pointer(p)} for p in ordered]
+    tests = [{"op": "test", "path": json_pointer(p), "value": found[p]} for p in ordered]
+    return tests + [{"op": "remove", "path": json_pointer(p)} for p in ordered]
 
 
 def _fields_under(entry: dict[str, Any], root: tuple[str, ...]) -> Fields:
@@ -111,10 +116,6 @@ def _matches(item: dict[str, Any], keys: dict[str, Any]) -> bool:
 def _sort_key(path: tuple[Token, ...]) -> tuple[tuple[int, Token], ...]:
     """Later list indices first, so removing one never shifts another still to remove."""
     return tuple((1, t) if isinstance(t, int) else (0, t) for t in path)
-
-
-def _pointer(path: tuple[Token, ...]) -> str:
-    return "".join("/" + str(t).replace("~", "~0").replace("/", "~1") for t in path)
 
 
 def service_ports_restoration(

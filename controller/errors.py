@@ -2,16 +2,19 @@
 
 - A race: someone wrote first (409, or a guarded JSON patch whose `test` no
   longer holds). Nothing failed; the key is retried with fresh data, quietly.
-- A failure the API explains, or no answer at all: the runtime reports it
-  (`ReconciliationFailed` status and a Warning Event) and is retried with
-  backoff; the log names the error without a traceback.
+- A failure the API explains: the runtime reports it (`ReconciliationFailed`
+  status and a Warning Event) and is retried with backoff; the log names the
+  error without a traceback.
+- No answer at all (the connection failed, broke or timed out): retried with
+  backoff and logged, not reported. The report would travel the same broken
+  path, and an API server restart is not every runtime's failure (ADR 0012).
 - Anything else is a bug: retried with backoff, logged with a traceback,
   the status left alone (it would only say "internal error").
 """
 
 from enum import Enum
 
-from controller.kube import ApiError, KubeError, describe
+from controller.kube import ApiError, KubeError, TransportError, describe
 
 # kube-apiserver's 422 for a JSON patch it cannot apply (a `test` op that failed, a
 # path already removed): this generic message and empty details, where an invalid
@@ -26,6 +29,7 @@ class ReconcileError(Exception):
 class Failure(Enum):
     RACE = "race"
     REPORTED = "reported"
+    TRANSIENT = "transient"
     BUG = "bug"
 
     @property
@@ -41,7 +45,9 @@ class Failure(Enum):
 def classify(error: BaseException) -> Failure:
     if isinstance(error, ApiError):
         return Failure.RACE if error.conflict or patch_not_applicable(error) else Failure.REPORTED
-    if isinstance(error, KubeError | ReconcileError | OSError | TimeoutError):
+    if isinstance(error, TransportError | OSError | TimeoutError):
+        return Failure.TRANSIENT
+    if isinstance(error, KubeError | ReconcileError):
         return Failure.REPORTED
     return Failure.BUG
 

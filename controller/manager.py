@@ -19,6 +19,7 @@ from cmdline.health import metrics_app, probes_app, serve
 from cmdline.metadata_only import METADATA_ONLY, METADATA_ONLY_WATCH
 from cmdline.stopping import until_stopped as _until
 from common import constants as c
+from common.conditions import conditions_of, find_condition
 from controller import metrics
 from controller.cache import Change
 from controller.errors import classify
@@ -118,9 +119,8 @@ class Manager:
 
     def _ready_statuses(self) -> Iterator[str]:
         for runtime in self.caches.runtimes.store.values():
-            conditions = (runtime.get("status") or {}).get("conditions") or ()
-            ready = [x for x in conditions if x.get("type") == c.ConditionType.READY]
-            yield str(ready[0].get("status")) if ready else "Unknown"
+            ready = find_condition(conditions_of(runtime.get("status")), c.ConditionType.READY)
+            yield str(ready.get("status")) if ready else "Unknown"
 
     async def run(self, stop: asyncio.Event) -> int:
         """Run until `stop` is set (exit 0) or the leader lease is lost (exit 1)."""

@@ -13,6 +13,7 @@ from typing import Any
 
 from common import constants as c
 from common.api import TrussiumRuntime
+from common.conditions import conditions_of, find_condition
 from common.events import decide_events
 from common.images import render_image
 from common.managed_fields import GO_OPERATOR_MANAGER
@@ -239,7 +240,5 @@ def _controlled_by(obj: Obj, uid: str) -> bool:
 
 
 def _condition(status: Mapping[str, Any], type_: str) -> str:
-    for condition in status.get("conditions") or ():
-        if condition.get("type") == type_:
-            return f"{condition.get('status')} {condition.get('reason')}"
-    return ""
+    condition = find_condition(conditions_of(status), type_)
+    return f"{condition.get('status')} {condition.get('reason')}" if condition else ""

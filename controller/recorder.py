@@ -5,9 +5,11 @@ The reconciler posts a transition's Events before it writes the status, under
 names derived from what they react to (`event_name`), so posting one again
 after a crash gets 409, taken as done. A post that fails because the API
 server or etcd is unavailable (5xx, 429, or no answer at all) fails the
-reconcile before its status write, and the retry posts the same names again.
-Other refusals are logged and that Event dropped, as client-go's recorder
-does: one bad Event must not hold the runtime up for ever.
+reconcile before its status write, and the retry posts the transition's
+Events again under the same names (a `ReconciliationFailed` Event gets a new
+name each time: every failure is reported). Other refusals (4xx) are logged
+and that Event dropped, as client-go's recorder does: one bad Event must not
+hold the runtime up for ever.
 """
 
 import hashlib

@@ -70,8 +70,7 @@ class ApplyStep:
 
 
 def _guarded_by_cached_version(runtime: TrussiumRuntime, rendered: Obj, live: Obj | None) -> Obj:
-    autoscaling = runtime.spec.autoscaling
-    if live is None or autoscaling is None or not autoscaling.enabled:
+    if live is None or runtime.spec.enabled_autoscaling is None:
         return rendered
     version = live["metadata"]["resourceVersion"]
     return rendered | {"metadata": rendered["metadata"] | {"resourceVersion": version}}

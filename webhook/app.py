@@ -15,12 +15,10 @@ from typing import Any
 
 from aiohttp import web
 from aiohttp.typedefs import Middleware
-from pydantic import ValidationError
 
 from cmdline.health import probes_app
 from common import admission
 from common.admission import AdmissionDecodeError, AdmissionRequest
-from common.api import TrussiumRuntimeSpec
 from common.constants import (
     GROUP,
     KIND,
@@ -32,8 +30,7 @@ from common.constants import (
 from common.defaulting import apply_defaults
 from common.guard import review_managed_deployment_update
 from common.json_limits import cut
-from common.references import referenced_secret_names
-from common.validation import validate_runtime
+from common.validation import ValidationResult, ratchet, validate_runtime, with_missing_secrets
 from webhook.metrics import WebhookMetrics
 
 DEFAULT_MAX_REQUEST_BYTES = 3 * 1024 * 1024
@@ -71,6 +68,8 @@ class Hooks:
             return problem
         if request.object is None:
             return admission.allowed(request.uid)
+        # The API server applied the installed CRD's defaults on decode; the patch adds
+        # what an older installed CRD lacks (Helm never upgrades a chart's CRDs).
         return admission.allowed(request.uid, patch=apply_defaults(request.object).patch)
 
     async def validate_runtime(self, request: AdmissionRequest) -> Answer:
@@ -79,9 +78,12 @@ class Hooks:
             return problem
         if request.object is None:
             return admission.allowed(request.uid)
-        old = request.old_object if request.operation == "UPDATE" else None
-        existing = await self._existing_secrets(request.namespace, request.object)
-        result = validate_runtime(request.object, old, existing_secrets=existing)
+        result = validate_runtime(request.object)
+        existing = await self._existing_secrets(request.namespace, result)
+        if existing is not None:
+            result = with_missing_secrets(result, existing)
+        if request.operation == "UPDATE":
+            result = ratchet(result, request.old_object)
         if result.allowed:
             return admission.allowed(request.uid, warnings=result.warnings)
         return admission.invalid(
@@ -111,20 +113,16 @@ class Hooks:
             return admission.allowed(request.uid)
         return admission.denied(request.uid, verdict.message)
 
-    async def _existing_secrets(self, namespace: str, obj: dict[str, Any]) -> frozenset[str] | None:
+    async def _existing_secrets(
+        self, namespace: str, result: ValidationResult
+    ) -> frozenset[str] | None:
         """Secret names for the "does not exist yet" warning; None when unknown.
 
-        Only asked when the runtime references a Secret, bounded by a short
-        timeout, and never allowed to fail the admission.
+        Only asked when the validated spec references a Secret, bounded by a
+        short timeout, and never allowed to fail the admission.
         """
         lister = self.settings.secret_names
-        if lister is None or not namespace:
-            return None
-        try:
-            spec = TrussiumRuntimeSpec.model_validate(obj.get("spec"))
-        except ValidationError:
-            return None  # the validation below reports why
-        if not referenced_secret_names(spec):
+        if lister is None or not namespace or not result.secret_paths:
             return None
         try:
             async with asyncio.timeout(self.settings.secret_lookup_timeout):

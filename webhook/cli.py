@@ -18,6 +18,7 @@ from typing import cast
 
 from certs.cli import add_certs_commands
 from cmdline.addresses import split_address
+from cmdline.logs import configure_logging
 from cmdline.options import (
     LOG_FORMATS,
     LOG_LEVELS,
@@ -32,7 +33,6 @@ from cmdline.options import (
     list_environment,
 )
 from common.constants import WEBHOOK_CONFIG_NAME, WEBHOOK_SECRET_NAME, WEBHOOK_SERVICE_NAME
-from common.logs import configure_logging
 from webhook.app import DEFAULT_BODY_TIMEOUT_SECONDS, DEFAULT_MAX_REQUEST_BYTES
 from webhook.connections import DEFAULT_LIMITS, ConnectionLimits
 from webhook.offline import add_validate_command

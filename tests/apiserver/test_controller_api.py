@@ -100,7 +100,7 @@ def test_missing_secret_blocks_everything_until_it_exists(
         "model": "m",
         "credentialsSecretRef": {"name": "api-key", "key": "token"},
     }
-    with running_controller(plane, tmp_path / "controller.log", *scoped(namespace)):
+    with running_controller(plane, tmp_path / "controller.log", *scoped(namespace)) as controller:
         apply(plane, runtime_manifest(name, namespace, provider=provider))
         runtime = wait_condition(
             plane, name, namespace, "ConfigurationValid", "False", "SecretNotFound"
@@ -115,7 +115,7 @@ def test_missing_secret_blocks_everything_until_it_exists(
             assert get(plane, kind, name, namespace) is None, (
                 f"{kind} created despite the missing Secret"
             )
-        time.sleep(2)
+        controller.wait_quiescent()
         assert reasons(plane, namespace, name).count("ConfigurationInvalid") == 1
 
         secret = {
@@ -141,13 +141,14 @@ def test_watch_namespace_ignores_other_namespaces(
     other = f"{namespace[:50]}-other"
     plane.create_namespace(other)
     try:
-        with running_controller(plane, tmp_path / "controller.log", *scoped(namespace)):
+        log = tmp_path / "controller.log"
+        with running_controller(plane, log, *scoped(namespace)) as controller:
             apply(plane, runtime_manifest("elsewhere", other))
             apply(plane, runtime_manifest("here", namespace))
             wait_for(
                 lambda: get(plane, "configmap", "here", namespace), "the watched runtime reconciled"
             )
-            time.sleep(2)
+            controller.wait_quiescent()
             assert get(plane, "configmap", "elsewhere", other) is None
             assert not (must_get(plane, "trussiumruntime", "elsewhere", other).get("status"))
     finally:

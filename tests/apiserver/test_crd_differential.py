@@ -17,7 +17,7 @@ import pytest
 from kubernetes_asyncio import client
 
 from common import constants
-from common.validation import schema_errors
+from common.parsing import schema_errors
 from devcluster import ControlPlane
 from devcluster.hostoperator import install_crds
 

@@ -36,12 +36,13 @@ from cmdline.inputs import read_manifests
 from common.constants import GROUP, PLURAL, VERSION
 from common.manifests import parse_manifests
 from common.offline import check_documents
-from common.validation import schema_errors
+from common.parsing import schema_errors
 from devcluster import ControlPlane
 from devcluster.hostoperator import install_crds
 from devcluster.layout import free_port
 from devcluster.polling import wait_for
 from tests.conftest import Kubectl
+from tests.support.barriers import until
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "tests" / "samples"
@@ -49,6 +50,8 @@ OPERATOR_ACCOUNT = "trussium-system:trussium-operator"
 OPERATOR = f"system:serviceaccount:{OPERATOR_ACCOUNT}"
 SELECTOR_LABEL = "trussium.test/webhook"
 READY_TIMEOUT = 60.0
+# Admissions that must succeed on each side of a certificate rotation.
+ROTATION_ADMISSIONS = 40
 # How long a configuration change may take to reach the API server's admission chain.
 EVENTUALLY_SECONDS = 20.0
 
@@ -550,14 +553,15 @@ async def test_certificate_rotation_fails_no_admission(
 
     before = await loop.run_in_executor(None, _served_fingerprint, webhook.port)
     workers = [asyncio.create_task(admit_continuously(i)) for i in range(4)]
-    await asyncio.sleep(1)
+    await until(lambda: failures or answered >= ROTATION_ADMISSIONS, "admissions before", 30)
     await loop.run_in_executor(None, webhook.serve_new_certificate)
     deadline = loop.time() + 30
     while await loop.run_in_executor(None, _served_fingerprint, webhook.port) == before:
         assert loop.time() < deadline, "the webhook never served the new certificate"
         await asyncio.sleep(0.5)
     answered_at_rotation = answered
-    await asyncio.sleep(2)
+    wanted = answered_at_rotation + ROTATION_ADMISSIONS
+    await until(lambda: failures or answered >= wanted, "admissions after the rotation", 30)
     stop.set()
     await asyncio.gather(*workers)
     assert failures == []

@@ -7,7 +7,6 @@ tests never see each other's runtimes.
 import hashlib
 import json
 import signal
-import time
 from pathlib import Path
 
 import pytest
@@ -22,6 +21,7 @@ from tests.support.controller_harness import (
     audit_entries,
     condition,
     get,
+    lease_renewals,
     must_get,
     now,
     reasons,
@@ -35,7 +35,8 @@ from tests.support.controller_harness import (
 
 pytestmark = pytest.mark.cluster
 OWNED_KINDS = ("configmap", "serviceaccount", "service", "deployment", "poddisruptionbudget")
-IDLE_SECONDS = 30
+# The idle window, counted in the controller's own Lease renewals (one per 2 s retry period).
+IDLE_RENEWALS = 5
 UPGRADE_EVENTS = {"RuntimeUpgradeStarted", "RuntimeUpgradeCompleted", "RuntimeUpgradeFailed"}
 
 
@@ -78,7 +79,7 @@ def test_provision_configure_upgrade_idle_and_delete(
     plane: ControlPlane, namespace: str, tmp_path: Path
 ) -> None:
     name = "rt"
-    with running_controller(plane, tmp_path / "controller.log", *scoped(namespace)):
+    with running_controller(plane, tmp_path / "controller.log", *scoped(namespace)) as controller:
         apply(
             plane,
             runtime_manifest(
@@ -167,14 +168,16 @@ def test_provision_configure_upgrade_idle_and_delete(
         upgrade_reasons = [r for r in reasons(plane, namespace, name) if r in UPGRADE_EVENTS]
         assert upgrade_reasons == ["RuntimeUpgradeStarted", "RuntimeUpgradeCompleted"] * 2
 
-        # Idle: nothing changes, so the controller writes nothing and says nothing.
-        time.sleep(3)  # let the last Deployment status updates drain
+        # Idle: nothing changes, so the controller writes nothing and says nothing, while
+        # its Lease renewals show it alive and writing all along.
+        controller.wait_quiescent()
         event_count = len(reasons(plane, namespace, name))
         since = now()
-        time.sleep(IDLE_SECONDS)
-        entries = audit_entries(plane, since)
-        assert writes(entries, include_leases=True), "the controller's Lease renewals are seen"
-        assert writes(entries) == []
+        wait_for(
+            lambda: lease_renewals(audit_entries(plane, since)) >= IDLE_RENEWALS,
+            f"{IDLE_RENEWALS} Lease renewals",
+        )
+        assert writes(audit_entries(plane, since)) == []
         assert len(reasons(plane, namespace, name)) == event_count
 
         # Deleting the runtime deletes everything it owned (garbage collection).
@@ -187,7 +190,7 @@ def test_failed_upgrade_is_reported_once_and_recovers(
     plane: ControlPlane, namespace: str, tmp_path: Path
 ) -> None:
     name = "rt"
-    with running_controller(plane, tmp_path / "controller.log", *scoped(namespace)):
+    with running_controller(plane, tmp_path / "controller.log", *scoped(namespace)) as controller:
         apply(plane, runtime_manifest(name, namespace))
         wait_ready(plane, name, namespace, f"{IMAGE}:1.0.0")
         quota = {
@@ -212,7 +215,7 @@ def test_failed_upgrade_is_reported_once_and_recovers(
         status = runtime["status"]
         assert status["lastSuccessfulImage"] == f"{IMAGE}:1.0.0"
         assert runtime["spec"]["image"]["tag"] == "2.0.0", "a failed upgrade keeps the spec"
-        time.sleep(3)
+        controller.wait_quiescent()
         assert reasons(plane, namespace, name).count("RuntimeUpgradeFailed") == 1
 
         plane.kubectl("delete", "resourcequota", "one-pod", "-n", namespace)
@@ -229,7 +232,7 @@ def test_scaling_autoscaling_and_network_policy(
 ) -> None:
     name = "rt"
     cpu = {"requests": {"cpu": "100m"}}
-    with running_controller(plane, tmp_path / "controller.log", *scoped(namespace)):
+    with running_controller(plane, tmp_path / "controller.log", *scoped(namespace)) as controller:
         apply(plane, runtime_manifest(name, namespace, resources=cpu))
         wait_ready(plane, name, namespace, f"{IMAGE}:1.0.0")
 
@@ -259,7 +262,7 @@ def test_scaling_autoscaling_and_network_policy(
             "2 of 2 ready under the HPA",
         )
         assert runtime
-        time.sleep(3)
+        controller.wait_quiescent()
         assert must_get(plane, "deployment", name, namespace)["spec"]["replicas"] == 2
 
         # Autoscaling off: the HPA goes, the spec's count comes back.
@@ -438,11 +441,11 @@ def test_restart_mid_rollout_loses_and_duplicates_nothing(
     finally:
         first.process.kill()  # no-op after the SIGKILL; stops it if the test failed first
         first.process.wait()
-    with running_controller(plane, log, *args):
+    with running_controller(plane, log, *args) as second:
         plane.kubectl("rollout", "resume", deployment, "-n", namespace)
         wait_ready(plane, name, namespace, f"{IMAGE}:1.1.0")
         wait_condition(plane, name, namespace, "Upgrading", "False", "UpgradeComplete")
-        time.sleep(2)
+        second.wait_quiescent()
         seen = reasons(plane, namespace, name)
     assert seen.count("RuntimeUpgradeStarted") == 1
     assert seen.count("RuntimeUpgradeCompleted") == 1

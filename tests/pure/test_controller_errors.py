@@ -27,16 +27,16 @@ INVALID_OBJECT = 'Service "rt" is invalid: spec.ports[1].name: Duplicate value: 
         (ApiError(500, "InternalError", "etcd"), Failure.REPORTED),
         (ApiError(503, "ServiceUnavailable", ""), Failure.REPORTED),
         (ApiError(403, "Forbidden", "denied"), Failure.REPORTED),
-        (TransportError("ServerDisconnectedError"), Failure.REPORTED),
+        (TransportError("ServerDisconnectedError"), Failure.TRANSIENT),
         (UnreadableError("answer is not a JSON object"), Failure.REPORTED),
-        (TimeoutError(), Failure.REPORTED),
-        (ConnectionResetError(), Failure.REPORTED),
+        (TimeoutError(), Failure.TRANSIENT),
+        (ConnectionResetError(), Failure.TRANSIENT),
         (ReconcileError("cannot list Secrets: 503"), Failure.REPORTED),
         (KeyError("spec"), Failure.BUG),
         (ZeroDivisionError(), Failure.BUG),
     ],
 )
-def test_every_error_is_a_race_a_reported_failure_or_a_bug(
+def test_every_error_is_a_race_a_reported_or_transient_failure_or_a_bug(
     error: Exception, failure: Failure
 ) -> None:
     assert classify(error) is failure
@@ -45,6 +45,7 @@ def test_every_error_is_a_race_a_reported_failure_or_a_bug(
 def test_only_a_race_is_retried_without_counting_and_only_a_bug_logs_a_traceback() -> None:
     assert [(f.counted, f.traceback) for f in Failure] == [
         (False, False),
+        (True, False),
         (True, False),
         (True, True),
     ]

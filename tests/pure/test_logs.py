@@ -4,7 +4,7 @@ import io
 import json
 import logging
 
-from common.logs import JsonFormatter, configure_logging
+from cmdline.logs import JsonFormatter, configure_logging
 
 SECRET = "sk-live-do-not-log"
 

@@ -5,7 +5,13 @@ from typing import Any
 
 import pytest
 
-from common.validation import FieldError, ValidationResult, schema_errors, validate_runtime
+from common.parsing import schema_errors
+from common.validation import (
+    FieldError,
+    ValidationResult,
+    validate_runtime,
+    with_missing_secrets,
+)
 
 VALID: dict[str, Any] = {
     "apiVersion": "runtime.trussium.io/v1alpha1",
@@ -47,7 +53,7 @@ def errors_of(obj: object, **kwargs: Any) -> dict[str, str]:
 
 
 def test_valid_runtime_is_allowed_without_warnings() -> None:
-    result = validate_runtime(VALID, existing_secrets=frozenset({"openai", "regcred"}))
+    result = with_missing_secrets(validate_runtime(VALID), frozenset({"openai", "regcred"}))
     assert result == ValidationResult(errors=(), field_warnings=())
     assert result.allowed
 
@@ -674,7 +680,7 @@ def test_replicas_set_while_autoscaling_is_a_warning() -> None:
 
 
 def test_missing_secrets_are_warnings_only_when_known() -> None:
-    result = validate_runtime(VALID, existing_secrets=frozenset({"regcred"}))
+    result = with_missing_secrets(validate_runtime(VALID), frozenset({"regcred"}))
     assert result.allowed
     assert result.warnings == (
         "spec.provider.credentialsSecretRef.name: Secret 'openai' does not exist in this "

@@ -7,7 +7,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from common.defaulting import apply_defaults
-from common.validation import schema_errors, validate_runtime
+from common.parsing import schema_errors
+from common.validation import validate_runtime, with_missing_secrets
 from tests.support.strategies import json_values, runtimes
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -59,14 +60,14 @@ def corrupted_runtimes(draw: st.DrawFn) -> dict[str, Any]:
 @SETTINGS
 @given(st.one_of(json_values(), st.dictionaries(st.just("spec"), json_values())))
 def test_validate_never_raises_on_arbitrary_json(obj: Any) -> None:
-    result = validate_runtime(obj, obj, existing_secrets=frozenset())
+    result = with_missing_secrets(validate_runtime(obj, obj), frozenset())
     assert isinstance(result.errors, tuple)
 
 
 @SETTINGS
 @given(corrupted_runtimes(), corrupted_runtimes())
 def test_validate_never_raises_on_corrupted_runtimes(obj: Any, old: Any) -> None:
-    validate_runtime(obj, old, existing_secrets=frozenset({"a"}))
+    with_missing_secrets(validate_runtime(obj, old), frozenset({"a"}))
     result = validate_runtime(obj)
     # Every error has a Kubernetes-style path (under spec, or the name) and a message.
     assert all(e.path.startswith(("spec", "metadata.name")) and e.message for e in result.errors)

@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 from common.conditions import conditions_of, find_condition
 from devcluster import ControlPlane, polling
 from devcluster.layout import free_port
+from tests.support import barriers
 
 USER_AGENT_PREFIX = "trussium-operator/"
 IMAGE = "ghcr.io/trussium/runtime"
@@ -75,6 +76,17 @@ class Controller:
             return self._get(self.health_port, "/readyz")[0] == 200
 
         wait_for(ready, f"controller {self.identity} ready", timeout)
+
+    def scrape(self) -> str:
+        """The /metrics text; a failed scrape fails the test (it must not read as idle)."""
+        status, text = self._get(self.metrics_port, "/metrics")
+        if status != 200:
+            raise AssertionError(f"cannot scrape controller {self.identity}: {status}")
+        return text
+
+    def wait_quiescent(self, interval: float = 1.0, timeout: float = 60.0) -> None:
+        """Until every change the controller was told of is handled (tests/support/barriers.py)."""
+        barriers.wait_quiescent(self.scrape, interval, timeout)
 
     def metric(self, name: str, **labels: str) -> float:
         """Sum of the samples of `name` matching `labels` (0 when absent)."""
@@ -216,6 +228,14 @@ def writes(entries: list[Obj], *, include_leases: bool = False) -> list[str]:
         if e.get("verb") in WRITE_VERBS
         and (include_leases or e.get("objectRef", {}).get("resource") != "leases")
     ]
+
+
+def lease_renewals(entries: list[Obj]) -> int:
+    return sum(
+        1
+        for e in entries
+        if e.get("verb") == "update" and e.get("objectRef", {}).get("resource") == "leases"
+    )
 
 
 def now() -> datetime:

@@ -8,7 +8,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient
 
-from common.logs import JsonFormatter
+from cmdline.logs import JsonFormatter
 from webhook.app import create_health_app
 from webhook.metrics import WebhookMetrics
 

@@ -13,7 +13,7 @@ import pytest
 
 from common.admission import MAX_CAUSES
 from common.json_limits import MAX_DEPTH
-from common.validation import MAX_COLLECTION_ENTRIES
+from common.parsing import MAX_COLLECTION_ENTRIES
 
 from .conftest import MakeClient
 from .reviews import DEPLOYMENT_KIND, response, review, runtime

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from common.logs import configure_logging
+from cmdline.logs import configure_logging
 
 REST_LOGGER = "kubernetes_asyncio.client.rest"
 

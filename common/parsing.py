@@ -1,0 +1,282 @@
+"""One parse of a TrussiumRuntime object, which every later step reads.
+
+`parse_runtime` bounds the spec's collections, applies the CRD's defaults to
+it in memory and parses it into the models of `common.api`, translating what
+the models reject into Kubernetes-style field errors: the CRD schema's
+verdict, so the offline validator and a cluster without the webhook agree.
+Validation (`common.validation`), the webhook and the reconciler take what it
+yields (the spec model, a `TrussiumRuntime` for rendering and status, the
+metadata and the status as plain data) instead of parsing again.
+
+The spec is defaulted here although the API server already defaults on
+decode and on every read: an offline file never met an API server, and a
+runtime stored and served under an older CRD (Helm never upgrades a chart's
+CRDs) lacks the defaults the current API promises.
+"""
+
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from itertools import islice
+from typing import Any, Union
+
+from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
+
+from common import api
+from common.api import TrussiumRuntime, TrussiumRuntimeSpec
+from common.defaulting import default_spec
+from common.json_limits import json_problem, path_key, shown
+from common.k8s_validation import FieldError
+from common.quantity import QuantityError, parse_quantity
+
+# Entries a map or list of the spec may hold (Kubernetes has no such count,
+# real specs hold a few dozen at most); larger ones are cut before any rule
+# looks at them, so checking stays proportional to this, not to the input.
+MAX_COLLECTION_ENTRIES = 1000
+
+_PATTERN_HINTS = {
+    api.DNS_SUBDOMAIN_PATTERN: "a lowercase RFC 1123 subdomain (lowercase letters, digits, "
+    "'-' and '.', starting and ending with a letter or digit)",
+    api.IMAGE_REPOSITORY_PATTERN: "letters, digits and '.', '_', ':', '/', '-', starting with "
+    "a letter or digit",
+    api.IMAGE_TAG_PATTERN: "letters, digits, '_', '.' and '-', not starting with '.' or '-'",
+    api.IMAGE_DIGEST_PATTERN: "sha256: followed by 64 lowercase hexadecimal digits",
+    api.SECRET_KEY_PATTERN: "letters, digits, '.', '_' and '-'",
+}
+_TYPE_NAMES = {
+    "int_type": "an integer",
+    "string_type": "a string",
+    "bool_type": "a boolean",
+    "dict_type": "an object",
+    "model_type": "an object",
+    "model_attributes_type": "an object",
+    "list_type": "a list",
+}
+
+
+_QUANTITY_PATHS = ("spec.resources.limits[", "spec.resources.requests[")
+_QUANTITY_FAILURES = ("int_type", "string_type", "string_pattern_mismatch")
+_NOT_AN_OBJECT = FieldError("", "a TrussiumRuntime must be a JSON object", "FieldValueTypeInvalid")
+
+
+@dataclass(frozen=True)
+class ParsedRuntime:
+    """A TrussiumRuntime object as one parse saw it.
+
+    `spec` is None when the object could not be read at all (not a JSON
+    object, nested too deep, not valid Unicode); `errors` then say why.
+    `model` is None when the spec breaks a schema rule (`errors` list each);
+    `runtime` is None when the model is, or when the metadata cannot carry a
+    runtime (`runtime_problem` says why: no name, a field of the wrong type).
+    """
+
+    errors: tuple[FieldError, ...]
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    spec: Mapping[str, Any] | None = None
+    status: Mapping[str, Any] | None = None
+    model: TrussiumRuntimeSpec | None = None
+    runtime: TrussiumRuntime | None = None
+    runtime_problem: str = ""
+
+
+def _unwrap(tp: Any) -> Any:
+    """The annotation without Annotated and `| None`."""
+    while True:
+        if typing.get_origin(tp) is typing.Annotated:
+            tp = typing.get_args(tp)[0]
+            continue
+        if typing.get_origin(tp) in (Union, types.UnionType):
+            args = [a for a in typing.get_args(tp) if a is not type(None)]
+            if len(args) == 1:
+                tp = args[0]
+                continue
+        return tp
+
+
+# Annotation -> (kind, element type or field map); the models are fixed, so each
+# annotation is worked out once (keyed by identity: annotations need not be hashable).
+_STEPS: dict[int, tuple[Any, str, Any]] = {}
+
+
+def _step(tp: Any) -> tuple[str, Any]:
+    known = _STEPS.get(id(tp))
+    if known is not None and known[0] is tp:
+        return known[1], known[2]
+    origin = typing.get_origin(tp)
+    step: tuple[str, Any] = ("scalar", None)
+    if origin is list:
+        step = ("list", _unwrap(typing.get_args(tp)[0]))
+    elif origin is dict:
+        step = ("dict", _unwrap(typing.get_args(tp)[1]))
+    elif isinstance(tp, type) and issubclass(tp, BaseModel):
+        fields = {f.alias or name: _unwrap(f.annotation) for name, f in tp.model_fields.items()}
+        step = ("model", fields)
+    _STEPS[id(tp)] = (tp, *step)
+    return step
+
+
+def _field_path(loc: tuple[int | str, ...]) -> str:
+    """`spec.podMetadata.labels[foo]` from a pydantic location under the spec model.
+
+    The models' types tell a field name (`.name`) from a map key or list
+    index (`[key]`); union-variant tags pydantic adds are dropped.
+    """
+    path, tp = "spec", _unwrap(TrussiumRuntimeSpec)
+    for item in loc:
+        kind, inner = _step(tp)
+        if kind == "list":
+            path, tp = f"{path}[{item}]", inner
+        elif kind == "dict":
+            path, tp = f"{path}{path_key(item)}", inner
+        elif kind == "model":
+            path, tp = f"{path}.{item}", inner.get(str(item))
+        else:
+            break  # a union variant tag, or below a scalar
+    return path
+
+
+def _schema_error(error: ErrorDetails) -> FieldError:
+    kind, ctx, value = error["type"], error.get("ctx", {}), error.get("input")
+    path = _field_path(error["loc"])
+    if path.startswith(_QUANTITY_PATHS) and kind in _QUANTITY_FAILURES:
+        try:
+            parse_quantity(value)
+        except QuantityError as problem:
+            return FieldError(path, str(problem))
+    if kind == "missing":
+        return FieldError(path, "Required value", "FieldValueRequired")
+    if kind == "extra_forbidden":
+        name = error["loc"][-1]
+        return FieldError(
+            path,
+            f"unknown field {shown(name)}: not part of the TrussiumRuntime API "
+            "(see docs/api-reference.md)",
+            "FieldValueForbidden",
+        )
+    if kind == "string_too_short":
+        return FieldError(path, "must not be empty", "FieldValueRequired")
+    if kind == "string_too_long":
+        return FieldError(
+            path, f"must be at most {ctx['max_length']} characters", "FieldValueTooLong"
+        )
+    if kind == "too_long":
+        return FieldError(path, f"must have at most {ctx['max_length']} items", "FieldValueTooMany")
+    if kind == "string_pattern_mismatch":
+        hint = _PATTERN_HINTS.get(ctx["pattern"], f"matching {ctx['pattern']}")
+        return FieldError(path, f"invalid value {shown(value)}: must be {hint}")
+    if kind == "greater_than_equal":
+        return FieldError(path, f"must be greater than or equal to {ctx['ge']}")
+    if kind == "less_than_equal":
+        return FieldError(path, f"must be less than or equal to {ctx['le']}")
+    if kind == "literal_error":
+        return FieldError(
+            path,
+            f"unsupported value {shown(value)}: supported values: {ctx['expected']}",
+            "FieldValueNotSupported",
+        )
+    if kind in _TYPE_NAMES:
+        return FieldError(path, f"must be {_TYPE_NAMES[kind]}", "FieldValueTypeInvalid")
+    if kind == "value_error":
+        return FieldError(path, str(ctx["error"]))
+    return FieldError(path, error["msg"])
+
+
+def _one_per_path(errors: list[FieldError]) -> list[FieldError]:
+    """Pydantic reports each failed variant of `int | str` (quantities); keep the first."""
+    seen: dict[str, FieldError] = {}
+    for error in errors:
+        seen.setdefault(error.path, error)
+    return list(seen.values())
+
+
+def _spec_model(spec: object) -> tuple[TrussiumRuntimeSpec | None, list[FieldError]]:
+    """The model of a defaulted spec, or the schema rules it breaks."""
+    if spec is None:
+        return None, [FieldError("spec", "Required value", "FieldValueRequired")]
+    try:
+        return TrussiumRuntimeSpec.model_validate(spec), []
+    except ValidationError as error:
+        return None, _one_per_path([_schema_error(e) for e in error.errors()])
+
+
+def _defaulted(spec: object) -> object:
+    """A spec's defaulted form; null counts as absent, as the API server prunes it."""
+    return None if spec is None else default_spec(spec)
+
+
+def schema_errors(obj: object) -> tuple[FieldError, ...]:
+    """The violations the CRD schema itself rejects (after the API server's defaulting).
+
+    Unlike `parse_runtime`, nothing is cut first: this is the schema alone,
+    as the API server applies it, which the differential tests compare it with.
+    """
+    if not isinstance(obj, Mapping):
+        return (_NOT_AN_OBJECT,)
+    return tuple(_spec_model(_defaulted(obj.get("spec")))[1])
+
+
+def _bounded(value: Any, loc: tuple[int | str, ...], errors: list[FieldError]) -> Any:
+    """A copy of `value`, each map and list cut to MAX_COLLECTION_ENTRIES, one error per cut."""
+    if not isinstance(value, dict | list):
+        return value
+    if len(value) > MAX_COLLECTION_ENTRIES:
+        errors.append(
+            FieldError(
+                _field_path(loc),
+                f"must have at most {MAX_COLLECTION_ENTRIES} entries, has {len(value)} "
+                f"(only the first {MAX_COLLECTION_ENTRIES} were checked)",
+                "FieldValueTooMany",
+            )
+        )
+    if isinstance(value, dict):
+        entries = islice(value.items(), MAX_COLLECTION_ENTRIES)
+        return {key: _bounded(item, (*loc, key), errors) for key, item in entries}
+    entries = islice(enumerate(value), MAX_COLLECTION_ENTRIES)
+    return [_bounded(item, (*loc, i), errors) for i, item in entries]
+
+
+def _runtime(
+    metadata: object, model: TrussiumRuntimeSpec, status: Mapping[str, Any] | None
+) -> tuple[TrussiumRuntime | None, str]:
+    """The runtime rendering and status computation take; the spec model is reused as is."""
+    try:
+        runtime = TrussiumRuntime.model_validate(
+            {"metadata": metadata, "spec": model, "status": status}
+        )
+    except ValidationError as error:
+        return None, "; ".join(e["msg"] for e in error.errors(include_url=False))
+    return runtime, ""
+
+
+def parse_runtime(obj: object) -> ParsedRuntime:
+    """The one parse of a TrussiumRuntime (a decoded JSON value); never raises on JSON input.
+
+    `errors` holds the collections cut to MAX_COLLECTION_ENTRIES and the
+    schema rules the defaulted spec breaks, one per path. The spec is copied
+    before it is defaulted, so the result shares nothing mutable with `obj`'s
+    spec; metadata and status are `obj`'s own.
+    """
+    if not isinstance(obj, Mapping):
+        return ParsedRuntime((_NOT_AN_OBJECT,))
+    problem = json_problem(obj)
+    if problem is not None:
+        return ParsedRuntime((FieldError(problem.path, problem.message),))
+    errors: list[FieldError] = []
+    spec = _defaulted(_bounded(obj.get("spec"), (), errors))
+    model, schema = _spec_model(spec)
+    cut = {e.path for e in errors}
+    errors += [e for e in schema if e.path not in cut]
+    metadata, status = obj.get("metadata"), obj.get("status")
+    status = status if isinstance(status, dict) else None
+    runtime, runtime_problem = _runtime(metadata, model, status) if model else (None, "")
+    return ParsedRuntime(
+        errors=tuple(errors),
+        metadata=metadata if isinstance(metadata, Mapping) else {},
+        spec=spec if isinstance(spec, Mapping) else {},
+        status=status,
+        model=model,
+        runtime=runtime,
+        runtime_problem=runtime_problem,
+    )
