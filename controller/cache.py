@@ -70,14 +70,23 @@ class Store:
             if namespace is None or obj["metadata"].get("namespace") == namespace:
                 yield obj
 
-    def upsert(self, obj: Obj) -> Change:
+    def admits(self, obj: Obj) -> bool:
+        """Whether to keep `obj`; asked of each listed item as its page arrives, so a
+        scoped store (`controller.referenced_secrets`) never holds what it drops."""
+        return True
+
+    def listing(self) -> None:
+        """A list begins (a scoped store notes what it will settle)."""
+
+    def upsert(self, obj: Obj) -> Change | None:
+        """The change, or None when the store does not keep `obj`."""
         new = self._transform(obj)
         key = NamespacedName.of(new)
         old = self._objects.get(key)
         self._objects[key] = new
         return self._indexed(Change(old, new))
 
-    def delete(self, obj: Obj) -> Change:
+    def delete(self, obj: Obj) -> Change | None:
         old = self._objects.pop(NamespacedName.of(obj), None)
         return self._indexed(Change(old, None))
 

@@ -105,6 +105,7 @@ class Informer:
 
     async def _list(self) -> str:
         """List everything; a failed list (not a broken watch) marks the cache unreliable."""
+        self.cache.store.listing()
         try:
             items, version = await self._list_pages()
         except KubeError as error:
@@ -121,7 +122,7 @@ class Informer:
         query: dict[str, Any] = self._selector | {"limit": PAGE_SIZE}
         while True:
             page = await self.kube.request("GET", self._path, query=query, accept=self._list_accept)
-            items += page.get("items") or []
+            items += filter(self.cache.store.admits, page.get("items") or ())
             token = page.get("metadata", {}).get("continue")
             if not token:
                 break
@@ -161,5 +162,6 @@ class Informer:
             change = self.cache.store.delete(obj)
         else:
             return version
-        self._on_change(change)
+        if change is not None:
+            self._on_change(change)
         return new_version

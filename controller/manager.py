@@ -31,7 +31,8 @@ from controller.mapping import SecretReferences
 from controller.names import NamespacedName
 from controller.reconciler import LEGACY_FIELD_MANAGERS, Reconciler
 from controller.recorder import Recorder
-from controller.watches import Caches, Mapper, Watch, watch_table
+from controller.secret_lookup import look_up_secrets
+from controller.watches import SECRETS_ROLE, Caches, Mapper, Watch, watch_table
 from controller.workqueue import WorkQueue
 
 log = logging.getLogger("controller.manager")
@@ -104,6 +105,20 @@ class Manager:
             cache=self.caches[watch.role],
         )
 
+    async def _run_informer(self, watch: Watch, informer: Informer) -> None:
+        """Start listing once the cache this watch filters by has synced: the Secret
+        cache admits only referenced Secrets, so listing before the runtimes are
+        known would drop Secrets that are referenced."""
+        if watch.after is not None:
+            await self.caches[watch.after].synced.wait()
+        await informer.run()
+
+    async def _look_up_secrets(self) -> None:
+        secrets = next(w for w in self.watches if w.role == SECRETS_ROLE)
+        await look_up_secrets(
+            self.kube, self.caches.referenced_secrets, self._enqueue(secrets.map_to)
+        )
+
     def _enqueue(self, map_to: Mapper) -> Callable[[Change], None]:
         def enqueue(change: Change) -> None:
             for key in map_to(change):
@@ -129,7 +144,11 @@ class Manager:
             await serve(probes_app(self.ready, "caches not synced"), self.options.health_address),
             await serve(metrics_app(), self.options.metrics_address),
         ]
-        informer_tasks = [asyncio.create_task(i.run()) for i in self.informers]
+        informer_tasks = [
+            asyncio.create_task(self._run_informer(watch, informer))
+            for watch, informer in zip(self.watches, self.informers, strict=True)
+        ]
+        informer_tasks.append(asyncio.create_task(self._look_up_secrets()))
         if self.gate:
             informer_tasks.append(asyncio.create_task(self.gate.run()))
         try:

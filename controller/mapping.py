@@ -5,7 +5,7 @@ kept as an index of the runtimes cache, so the watch table in `watches.py`
 reads like controller-runtime's `For(...).Owns(...).Watches(...)` sentence.
 """
 
-from typing import Any
+from typing import Any, Protocol
 
 import pydantic
 
@@ -47,39 +47,61 @@ def owner_of(change: Change) -> list[NamespacedName]:
     return []
 
 
+class ReferenceListener(Protocol):
+    """Told when a Secret gains its first referencing runtime or loses its last."""
+
+    def referenced(self, secret: NamespacedName) -> None: ...
+
+    def unreferenced(self, secret: NamespacedName) -> None: ...
+
+
 class SecretReferences:
     """(namespace, Secret name) -> the runtimes referencing it: an index of the runtimes
-    Store, so a Secret event costs a lookup instead of parsing every runtime's spec.
+    Store, so a Secret event costs a lookup instead of parsing every runtime's spec,
+    and the Secret cache knows which Secrets to keep (its listener).
 
     A runtime's references are parsed once per spec change; a status write or a
-    metadata edit leaves the spec, and the index, alone."""
+    metadata edit leaves the spec, and the index, alone. A spec change adds the new
+    references before it releases the old ones, so a Secret named in both never
+    looks unreferenced in between."""
 
     def __init__(self) -> None:
         self._runtimes: dict[NamespacedName, set[NamespacedName]] = {}
         self._secrets: dict[NamespacedName, tuple[str, ...]] = {}
+        self._listener: ReferenceListener | None = None
+
+    def listen(self, listener: ReferenceListener) -> None:
+        self._listener = listener
+
+    def __contains__(self, secret: NamespacedName) -> bool:
+        return secret in self._runtimes
 
     def update(self, change: Change) -> None:
         if change.old and change.new and change.old.get("spec") == change.new.get("spec"):
             return
-        if change.old is not None:
-            self._drop(NamespacedName.of(change.old))
-        if change.new is not None:
-            self._add(NamespacedName.of(change.new), change.new)
+        runtime = NamespacedName.of(change.new or change.old or {})
+        old = self._secrets.pop(runtime, ())
+        new = tuple(_secret_names(change.new)) if change.new is not None else ()
+        if new:
+            self._secrets[runtime] = new
+        for name in new:
+            self._reference(runtime, NamespacedName(runtime.namespace, name))
+        for name in set(old) - set(new):
+            self._release(runtime, NamespacedName(runtime.namespace, name))
 
-    def _add(self, runtime: NamespacedName, obj: Obj) -> None:
-        names = tuple(_secret_names(obj))
-        if names:
-            self._secrets[runtime] = names
-        for name in names:
-            self._runtimes.setdefault(NamespacedName(runtime.namespace, name), set()).add(runtime)
+    def _reference(self, runtime: NamespacedName, secret: NamespacedName) -> None:
+        referencing = self._runtimes.setdefault(secret, set())
+        if not referencing and self._listener is not None:
+            self._listener.referenced(secret)
+        referencing.add(runtime)
 
-    def _drop(self, runtime: NamespacedName) -> None:
-        for name in self._secrets.pop(runtime, ()):
-            secret = NamespacedName(runtime.namespace, name)
-            referencing = self._runtimes.get(secret, set())
-            referencing.discard(runtime)
-            if not referencing:
-                self._runtimes.pop(secret, None)
+    def _release(self, runtime: NamespacedName, secret: NamespacedName) -> None:
+        referencing = self._runtimes.get(secret, set())
+        referencing.discard(runtime)
+        if not referencing:
+            self._runtimes.pop(secret, None)
+            if self._listener is not None:
+                self._listener.unreferenced(secret)
 
     def runtimes_referencing(self, change: Change) -> list[NamespacedName]:
         """The mapper of Secret changes: every runtime in the Secret's namespace that

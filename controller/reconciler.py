@@ -26,6 +26,7 @@ from controller.errors import Failure, ReconcileError, classify, failure_message
 from controller.kube import OWNED, RUNTIMES, ApiError, Kube
 from controller.names import NamespacedName
 from controller.recorder import Recorder
+from controller.referenced_secrets import Presence
 from controller.steps import step_for
 from controller.takeover import needs_takeover, take_over_fields
 from controller.validated import ValidVersions
@@ -75,6 +76,9 @@ class Reconciler:
             await self._publish(obj, status, now)
             return
         outcome = self._check_secrets(runtime)
+        if outcome is None:
+            log.debug("waiting for a Secret lookup", extra={"fields": key.fields()})
+            return
         if outcome.missing_secrets or outcome.reference_check_error:
             await self._report(obj, runtime, outcome, *self._observed(key))
             if outcome.reference_check_error:
@@ -113,8 +117,12 @@ class Reconciler:
             self.caches.owned("Service").store.get(*key),
         )
 
-    def _check_secrets(self, runtime: TrussiumRuntime) -> Outcome:
-        """Existence only, from the metadata-only Secret cache."""
+    def _check_secrets(self, runtime: TrussiumRuntime) -> Outcome | None:
+        """Existence only, from the metadata-only Secret cache; None while a Secret
+        referenced since the last list is still being looked up
+        (`controller.referenced_secrets`). The contract's status table has no row for
+        "not known yet", and it is neither missing nor a failure: the reconcile waits
+        (its answer enqueues the runtime) and reports nothing meanwhile."""
         names = referenced_secret_names(runtime.spec)
         if not names:
             return Outcome()
@@ -122,9 +130,15 @@ class Reconciler:
         if not secrets.synced.is_set() or secrets.last_error:
             reason = secrets.last_error or "the Secret cache is not synced yet"
             return Outcome(reference_check_error=f"cannot list Secrets: {reason}")
+        store = self.caches.referenced_secrets
         namespace = runtime.metadata.namespace
-        missing = tuple(n for n in names if secrets.store.get(namespace, n) is None)
-        return Outcome(missing_secrets=missing)
+        for name in names:
+            if error := store.lookup_error(namespace, name):
+                return Outcome(reference_check_error=error)
+        presence = {name: store.presence(namespace, name) for name in names}
+        if Presence.UNKNOWN in presence.values():
+            return None
+        return Outcome(missing_secrets=tuple(n for n in names if presence[n] is Presence.MISSING))
 
     async def _converge(self, runtime: TrussiumRuntime) -> tuple[Obj | None, Obj | None]:
         """Apply every managed object in order (each kind's step, `controller/steps.py`),

@@ -14,10 +14,11 @@ from dataclasses import dataclass
 
 from common import constants as c
 from controller.cache import Cache, Change, Index, Obj, Store, strip_bookkeeping
-from controller.compact import managed_form, runtime_form, secret_form
+from controller.compact import managed_form, runtime_form
 from controller.kube import OWNED, RUNTIMES, SECRETS, Resource
 from controller.mapping import SecretReferences, owner_of, runtime_change
 from controller.names import NamespacedName
+from controller.referenced_secrets import ReferencedSecrets
 
 RUNTIMES_ROLE = "runtimes"
 SECRETS_ROLE = "secrets"
@@ -37,10 +38,15 @@ class Watch:
     transform: Callable[[Obj], Obj] = strip_bookkeeping
     # Kept up to date with the cache, for a mapper to read.
     index: Index | None = None
+    # A store of its own kind (then transform and index are its business).
+    store: Store | None = None
+    # The role whose cache must sync before this watch lists: its store filters by it.
+    after: str | None = None
 
 
 def watch_table(references: SecretReferences) -> tuple[Watch, ...]:
-    """Every watch, with `references` kept by the runtimes cache for the Secret mapper."""
+    """Every watch, with `references` kept by the runtimes cache for the Secret mapper
+    and for the Secret cache, which keeps only the Secrets it names."""
     return (
         Watch(RUNTIMES_ROLE, RUNTIMES, runtime_change, transform=runtime_form, index=references),
         *(
@@ -52,7 +58,8 @@ def watch_table(references: SecretReferences) -> tuple[Watch, ...]:
             SECRETS,
             references.runtimes_referencing,
             metadata_only=True,
-            transform=secret_form,
+            store=ReferencedSecrets(references),
+            after=RUNTIMES_ROLE,
         ),
     )
 
@@ -65,7 +72,12 @@ class Caches:
 
     @classmethod
     def for_watches(cls, watches: tuple[Watch, ...]) -> "Caches":
-        return cls({w.role: Cache(Store(w.transform, w.index)) for w in watches})
+        return cls(
+            {
+                w.role: Cache(w.store if w.store is not None else Store(w.transform, w.index))
+                for w in watches
+            }
+        )
 
     def __getitem__(self, role: str) -> Cache:
         return self._by_role[role]
@@ -80,6 +92,13 @@ class Caches:
     @property
     def secrets(self) -> Cache:
         return self._by_role[SECRETS_ROLE]
+
+    @property
+    def referenced_secrets(self) -> ReferencedSecrets:
+        store = self.secrets.store
+        if not isinstance(store, ReferencedSecrets):
+            raise TypeError("the Secret cache is not scoped to referenced Secrets")
+        return store
 
     def owned(self, kind: str) -> Cache:
         return self._by_role[kind]

@@ -139,6 +139,16 @@ def matches_selector(obj: Obj, selector: str | None) -> bool:
     return True
 
 
+def matches_fields(obj: Obj, selector: str | None) -> bool:
+    """The field selectors every kind supports: `metadata.name=x`, `metadata.namespace=x`."""
+    meta = obj.get("metadata") or {}
+    for term in filter(None, (selector or "").split(",")):
+        field, value = term.replace("==", "=").split("=", 1)
+        if str(meta.get(field.removeprefix("metadata."))) != value:
+            return False
+    return True
+
+
 class FakeKube(Kube):
     def __init__(self, manager: str = c.FIELD_MANAGER) -> None:  # no API client behind it
         self.manager = manager  # the field manager of calls that name none
@@ -316,7 +326,11 @@ class FakeKube(Kube):
             version, items = self._pages.pop(token)
         else:
             version = str(self.version)
-            items = [obj for _, obj in self._matching(where, call.query.get("labelSelector"))]
+            items = [
+                obj
+                for _, obj in self._matching(where, call.query.get("labelSelector"))
+                if matches_fields(obj, call.query.get("fieldSelector"))
+            ]
         limit = int(call.query.get("limit") or 0) or len(items)
         meta: Obj = {"resourceVersion": version}
         if items[limit:]:

@@ -1,0 +1,183 @@
+"""The Secret cache keeps only referenced Secrets (controller/referenced_secrets.py), yet a
+runtime never reads a Secret that exists as missing: the whole controller against the
+in-memory API server, with the lookup of a Secret referenced after the list held at
+will to race a watch event."""
+
+import asyncio
+import functools
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import pytest
+from prometheus_client import REGISTRY, generate_latest
+
+from controller import informer, metrics
+from controller.backoff import Backoff
+from controller.kube import SECRETS
+from controller.manager import Manager, Options
+from controller.referenced_secrets import Presence
+from tests.support.barriers import until, until_quiescent
+from tests.support.controller_harness import condition, runtime_manifest
+from tests.support.fakekube import FakeKube, Obj
+
+NS = "team"
+CREDENTIALS = {
+    "type": "openai",
+    "model": "m",
+    "credentialsSecretRef": {"name": "api-key", "key": "k"},
+}
+Start = Callable[[], Awaitable[Manager]]
+
+
+def secret(name: str, namespace: str = NS) -> Obj:
+    meta = {"name": name, "namespace": namespace}
+    return {"apiVersion": "v1", "kind": "Secret", "metadata": meta, "data": {"k": "czNjcjN0"}}
+
+
+def referencing(name: str = "rt", **spec: Any) -> Obj:
+    return runtime_manifest(name, NS, **({"provider": CREDENTIALS} | spec))
+
+
+def lookups(fake: FakeKube) -> list[str]:
+    return [str(call) for call in fake.calls if "fieldSelector" in call.query]
+
+
+def secret_lists(fake: FakeKube) -> int:
+    return sum(1 for c in fake.calls if c.path == SECRETS.path() and "watch" not in c.query)
+
+
+async def reads(fake: FakeKube, status: str, reason: str, name: str = "rt") -> None:
+    def check() -> bool:
+        runtime = fake.get("TrussiumRuntime", NS, name)
+        return runtime is not None and condition(runtime, "ConfigurationValid") == (status, reason)
+
+    await until(check, f"{name} ConfigurationValid={status} {reason}")
+
+
+async def quiescent() -> None:
+    await until_quiescent(lambda: generate_latest(REGISTRY).decode())
+
+
+@pytest.fixture
+def fake() -> FakeKube:
+    return FakeKube()
+
+
+@pytest.fixture
+async def start(fake: FakeKube, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Start]:
+    """Start the controller once the test has put what it wants in place before it."""
+    monkeypatch.setattr(informer, "Backoff", functools.partial(Backoff, base=0.01, cap=0.05))
+    metrics.WORKQUEUE_DEPTH.labels(metrics.QUEUE).set(0)
+    stop = asyncio.Event()
+    tasks: list[asyncio.Task[int]] = []
+
+    async def started() -> Manager:
+        manager = Manager(fake, Options(health_address="0", metrics_address="0"))
+        tasks.append(asyncio.create_task(manager.run(stop)))
+        await until(manager.ready, "the controller ready")
+        return manager
+
+    yield started
+    stop.set()
+    for task in tasks:
+        assert await asyncio.wait_for(task, 10) == 0
+
+
+async def test_only_referenced_secrets_are_cached_whether_listed_or_watched(
+    fake: FakeKube, start: Start
+) -> None:
+    for i in range(30):
+        fake.create(secret(f"unrelated-{i}", namespace=f"other-{i % 3}"))
+    fake.create(secret("api-key"))
+    fake.apply(referencing())
+    manager = await start()
+    store = manager.caches.secrets.store
+    assert len(store) == 1  # the list kept the one referenced Secret
+    await reads(fake, "True", "ReferencesResolved")
+    assert lookups(fake) == []  # the list came after the runtimes: nothing to look up
+
+    for i in range(30, 60):
+        fake.create(secret(f"unrelated-{i}"))
+    listed = secret_lists(fake)
+    fake.compact()  # the next watch gets 410 Gone: a relist of every Secret
+    fake.end_watches()
+    await until(lambda: secret_lists(fake) > listed and manager.ready(), "a relist")
+    await quiescent()
+    assert len(store) == 1
+    assert store.get(NS, "api-key") is not None
+
+
+async def test_a_secret_referenced_after_the_list_is_looked_up_not_read_as_missing(
+    fake: FakeKube, start: Start
+) -> None:
+    fake.create(secret("api-key"))
+    manager = await start()
+    assert len(manager.caches.secrets.store) == 0  # nobody referenced it at the list
+
+    fake.apply(referencing())
+    await reads(fake, "True", "ReferencesResolved")
+    assert lookups(fake) == [f"GET {SECRETS.path(NS)}"]
+    assert all(";as=PartialObjectMetadata" in c.accept for c in fake.calls if "/secrets" in c.path)
+    assert len(manager.caches.secrets.store) == 1
+
+
+async def test_a_secret_created_after_its_runtime_resolves_it(fake: FakeKube, start: Start) -> None:
+    manager = await start()
+    fake.apply(referencing())
+    await reads(fake, "False", "SecretNotFound")  # the lookup answered: it does not exist
+    fake.create(secret("api-key"))
+    await reads(fake, "True", "ReferencesResolved")
+    assert manager.caches.referenced_secrets.presence(NS, "api-key") is Presence.PRESENT
+
+
+async def test_a_deleted_secret_is_reported_and_an_unreferenced_one_forgotten(
+    fake: FakeKube, start: Start
+) -> None:
+    fake.create(secret("api-key"))
+    fake.create(secret("other-key"))
+    fake.apply(referencing())
+    manager = await start()
+    await reads(fake, "True", "ReferencesResolved")
+
+    await fake.request("DELETE", SECRETS.path(NS, "api-key"))
+    await reads(fake, "False", "SecretNotFound")
+
+    other = {
+        "type": "openai",
+        "model": "m",
+        "credentialsSecretRef": {"name": "other-key", "key": "k"},
+    }
+    fake.apply(referencing(provider=other))
+    await reads(fake, "True", "ReferencesResolved")
+    store = manager.caches.secrets.store
+    assert [s["metadata"]["name"] for s in store.values()] == ["other-key"]
+
+
+async def test_a_lookup_answer_older_than_a_watch_event_is_discarded(
+    fake: FakeKube, start: Start, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake.create(secret("api-key"))
+    manager = await start()
+    answered, release = asyncio.Event(), asyncio.Event()
+    serve = fake.request
+
+    async def slow_lookup(method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+        answer = await serve(method, path, **kwargs)
+        if "fieldSelector" in (kwargs.get("query") or {}):
+            answered.set()
+            await release.wait()
+        return answer
+
+    monkeypatch.setattr(fake, "request", slow_lookup)
+    fake.apply(referencing())
+    await asyncio.wait_for(answered.wait(), 10)  # answered "it exists", not yet delivered
+    await quiescent()
+    # Unknown: neither missing nor present, so no status yet.
+    assert condition(fake.get("TrussiumRuntime", NS, "rt") or {}, "ConfigurationValid") == ("", "")
+
+    await serve("DELETE", SECRETS.path(NS, "api-key"))  # the watch says it is gone
+    await reads(fake, "False", "SecretNotFound")
+    release.set()
+    await quiescent()
+    assert manager.caches.referenced_secrets.presence(NS, "api-key") is Presence.MISSING
+    await reads(fake, "False", "SecretNotFound")
