@@ -5,7 +5,7 @@ will to race a watch event."""
 
 import asyncio
 import functools
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any
 
 import pytest
@@ -13,7 +13,7 @@ from prometheus_client import REGISTRY, generate_latest
 
 from controller import informer, metrics
 from controller.backoff import Backoff
-from controller.kube import SECRETS
+from controller.kube import SECRETS, ApiError, TransportError
 from controller.manager import Manager, Options
 from controller.referenced_secrets import Presence
 from tests.support.barriers import until, until_quiescent
@@ -26,7 +26,7 @@ CREDENTIALS = {
     "model": "m",
     "credentialsSecretRef": {"name": "api-key", "key": "k"},
 }
-Start = Callable[[], Awaitable[Manager]]
+Start = Callable[[], Coroutine[Any, Any, Manager]]
 
 
 def secret(name: str, namespace: str = NS) -> Obj:
@@ -90,17 +90,35 @@ async def test_only_referenced_secrets_are_cached_whether_listed_or_watched(
         fake.create(secret(f"unrelated-{i}", namespace=f"other-{i % 3}"))
     fake.create(secret("api-key"))
     fake.apply(referencing())
-    manager = await start()
+    runtimes_listed = fake.hold(lambda call: call.path.endswith("/trussiumruntimes"))
+    starting = asyncio.create_task(start())
+    await asyncio.wait_for(runtimes_listed.arrived.wait(), 10)
+    await until(lambda: any("/horizontalpodautoscalers" in c.path for c in fake.calls), "lists")
+    assert secret_lists(fake) == 0  # filtering by an index not filled yet would drop api-key
+    runtimes_listed.release()
+    manager = await starting
     store = manager.caches.secrets.store
     assert len(store) == 1  # the list kept the one referenced Secret
     await reads(fake, "True", "ReferencesResolved")
     assert lookups(fake) == []  # the list came after the runtimes: nothing to look up
 
-    for i in range(30, 60):
+    for i in range(30, 40):  # arrive as watch events
         fake.create(secret(f"unrelated-{i}"))
-    listed = secret_lists(fake)
-    fake.compact()  # the next watch gets 410 Gone: a relist of every Secret
+    await quiescent()
+    assert len(store) == 1
+
+    watching = fake.fail(
+        lambda call: "/secrets" in call.path and "watch" in call.query,
+        TransportError("ClientConnectorError"),
+        times=1_000_000,
+    )
     fake.end_watches()
+    await until(lambda: watching.hits >= 1, "the Secret watch broken")
+    for i in range(40, 60):  # missed by the watch: only the relist sees them
+        fake.create(secret(f"unrelated-{i}"))
+    fake.compact()
+    listed = secret_lists(fake)
+    watching.stop()
     await until(lambda: secret_lists(fake) > listed and manager.ready(), "a relist")
     await quiescent()
     assert len(store) == 1
@@ -181,3 +199,15 @@ async def test_a_lookup_answer_older_than_a_watch_event_is_discarded(
     await quiescent()
     assert manager.caches.referenced_secrets.presence(NS, "api-key") is Presence.MISSING
     await reads(fake, "False", "SecretNotFound")
+
+
+async def test_a_failed_lookup_reports_the_check_failed_and_is_retried(
+    fake: FakeKube, start: Start
+) -> None:
+    fake.create(secret("api-key"))
+    await start()
+    fake.fail(lambda call: "fieldSelector" in call.query, ApiError(503, "ServiceUnavailable", ""))
+    fake.apply(referencing())
+    await reads(fake, "False", "ReferenceCheckFailed")
+    await reads(fake, "True", "ReferencesResolved")
+    assert len(lookups(fake)) == 2
