@@ -118,6 +118,8 @@ class Informer:
         return version
 
     async def _list_pages(self) -> tuple[list[dict[str, Any]], str]:
+        """Every page, keeping only what the store admits as each arrives, so a scoped
+        store's list never holds what it would drop."""
         items: list[dict[str, Any]] = []
         query: dict[str, Any] = self._selector | {"limit": PAGE_SIZE}
         while True:
