@@ -43,6 +43,8 @@ class ReferencedSecrets(Store):
         self._unknown: dict[NamespacedName, int] = {}
         # The unknown keys the list in progress will settle when it completes.
         self._covered: dict[NamespacedName, int] = {}
+        # Referenced while it runs: its pages may have passed them over.
+        self._uncovered: set[NamespacedName] = set()
         self._lookup_errors: dict[NamespacedName, str] = {}
         self._wanted: deque[tuple[NamespacedName, int]] = deque()
         self._wake = asyncio.Event()
@@ -66,6 +68,7 @@ class ReferencedSecrets(Store):
         """A runtime references `key`, and none did before. Before the first list
         began, that list covers it; after, the list may have passed it over."""
         if self._listed:
+            self._uncovered.add(key)
             token = next(self._tokens)
             self._unknown[key] = token
             self._wanted.append((key, token))
@@ -84,6 +87,7 @@ class ReferencedSecrets(Store):
     def listing(self) -> None:
         self._listed = True
         self._covered = dict(self._unknown)
+        self._uncovered = set()
 
     def upsert(self, obj: Obj) -> Change | None:
         if not self.admits(obj):
@@ -100,15 +104,21 @@ class ReferencedSecrets(Store):
         return Change(old, None) if old is not None else _gone(key)
 
     def replace(self, items: list[Obj]) -> list[Change]:
-        """A list settles every key unknown when it began; one referenced while it ran
-        may have been passed over, and stays unknown."""
-        changes = super().replace([item for item in items if self.admits(item)])
+        """A list settles every key unknown when it began. One referenced while it ran
+        may have been passed over: its absence from the list says nothing, so what
+        a lookup or an event said of it stays, and so does its being unknown."""
+        fresh = [item for item in items if self.admits(item)]
+        listed = {NamespacedName.of(item) for item in fresh}
+        for key in self._uncovered - listed:
+            if (known := self.get(*key)) is not None:
+                fresh.append(known)
+        changes = super().replace(fresh)
         for key, token in self._covered.items():
             if self._unknown.get(key) == token:
                 self._settle(key)
                 if self.get(*key) is None:
                     changes.append(_gone(key))
-        self._covered = {}
+        self._covered, self._uncovered = {}, set()
         return changes
 
     # --- the lookup answers ---------------------------------------------------

@@ -139,6 +139,23 @@ async def test_a_secret_referenced_after_the_list_is_looked_up_not_read_as_missi
     assert len(manager.caches.secrets.store) == 1
 
 
+async def test_a_secret_found_while_the_list_runs_stays_though_the_list_passed_it_over(
+    fake: FakeKube, start: Start, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(informer, "PAGE_SIZE", 1)
+    fake.create(secret("api-key"))
+    fake.create(secret("zz-other"))  # a second page, after api-key's
+    second_page = fake.hold(lambda call: "/secrets" in call.path and "continue" in call.query)
+    starting = asyncio.create_task(start())
+    await asyncio.wait_for(second_page.arrived.wait(), 10)  # api-key's page went, unreferenced
+    fake.apply(referencing())
+    await until(lambda: lookups(fake), "a lookup of api-key")
+    second_page.release()
+    manager = await starting
+    await reads(fake, "True", "ReferencesResolved")
+    assert manager.caches.referenced_secrets.presence(NS, "api-key") is Presence.PRESENT
+
+
 async def test_a_secret_created_after_its_runtime_resolves_it(fake: FakeKube, start: Start) -> None:
     manager = await start()
     fake.apply(referencing())
