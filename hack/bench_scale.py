@@ -39,6 +39,7 @@ from typing import Any
 
 from kubernetes_asyncio import client, config
 
+from cmdline.kubeconfig import environment_read_once
 from cmdline.metadata_only import METADATA_ONLY, METADATA_ONLY_WATCH
 from common.api import TrussiumRuntime
 from common.defaulting import apply_defaults
@@ -201,7 +202,9 @@ async def connect(plane: ControlPlane) -> Kube:
         config_file=str(plane.kubeconfig), client_configuration=configuration
     )
     configuration.connection_pool_maxsize = 64
-    api = client.ApiClient(configuration)
+    # As the controller's client: no environment lookups in a thread per request, which
+    # would delay this process's own timestamps.
+    api = environment_read_once(configuration)
     api.user_agent = BENCH_USER_AGENT
     return Kube(api)
 
