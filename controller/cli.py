@@ -48,8 +48,10 @@ from controller.tokenbucket import TokenBucket
 
 log = logging.getLogger("controller")
 PROGRAM = "trussium-controller"
-# controller-runtime's defaults, which the Go operator ran with (ADR 0016).
-KUBE_API_QPS = 20.0
+# No client-side limit by default: the API server's priority and fairness protects it,
+# as SIG API Machinery advises and controller-runtime does since v0.21 (ADR 0016).
+KUBE_API_QPS = 0.0
+# Used only with a --kube-api-qps above 0.
 KUBE_API_BURST = 30
 IN_CLUSTER_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 
@@ -87,7 +89,11 @@ def _run_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> N
         ),
         (
             "--kube-api-burst",
-            {"type": int, "default": KUBE_API_BURST, "help": "requests at once above the rate"},
+            {
+                "type": int,
+                "default": KUBE_API_BURST,
+                "help": "requests at once above the rate (with --kube-api-qps above 0)",
+            },
         ),
         ("--leader-election-id", {"default": c.FIELD_MANAGER, "help": "Lease name"}),
         ("--leader-election-namespace", {"default": None, "help": "default: the pod's"}),
@@ -193,11 +199,9 @@ def limiter_from(args: argparse.Namespace) -> TokenBucket | None:
     qps, burst = float(args.kube_api_qps), int(args.kube_api_burst)
     if qps < 0:
         raise ConfigurationError("--kube-api-qps must be 0 (no limit) or more")
-    if qps == 0:
-        return None
     if burst < 1:
         raise ConfigurationError("--kube-api-burst must be at least 1")
-    return TokenBucket(qps, burst)
+    return TokenBucket(qps, burst) if qps else None
 
 
 async def run(args: argparse.Namespace) -> int:

@@ -1,16 +1,18 @@
-"""Parsing a cached runtime, validating each version once.
+"""Parsing a cached runtime once per reconcile, validating each version once.
 
 `validate_runtime` checks the whole object against the CRD schema and the
 contract's rules, a third of a settled reconcile's CPU (ADR 0016). Most
 reconciles, those a Deployment's status change causes, read the same
 runtime version as the reconcile before, and a verdict depends on nothing
 but the object, which a resourceVersion names. So each runtime's last
-valid resourceVersion is kept, and a reconcile of it skips validation. An
+valid resourceVersion is kept: a reconcile of it only parses
+(`parse_runtime`), any other validates, and the verdict carries the parse
+(`ValidationResult.runtime`). Either way the runtime is parsed once. An
 invalid version is validated each time: its status needs the errors.
 """
 
 from common.api import TrussiumRuntime
-from common.defaulting import apply_defaults
+from common.parsing import parse_runtime
 from common.validation import FieldError, validate_runtime
 from controller.cache import Obj
 from controller.names import NamespacedName
@@ -25,14 +27,19 @@ class ValidVersions:
     ) -> tuple[TrussiumRuntime | None, tuple[FieldError, ...]]:
         """The runtime as admission would see it, defaulted and parsed; or why it is invalid."""
         version = obj["metadata"].get("resourceVersion")
-        if not version or self._valid.get(key) != version:
-            errors = validate_runtime(obj).errors
-            if errors:
-                self._valid.pop(key, None)
-                return None, errors
-            if version:
-                self._valid[key] = version
-        return TrussiumRuntime.model_validate(apply_defaults(obj).object), ()
+        if version and self._valid.get(key) == version:
+            runtime = parse_runtime(obj).runtime
+            if runtime is not None:
+                return runtime, ()
+        verdict = validate_runtime(obj)
+        runtime = verdict.runtime
+        if verdict.errors or runtime is None:
+            self._valid.pop(key, None)
+            problem = verdict.parsed.runtime_problem if verdict.parsed else ""
+            return None, verdict.errors or (FieldError("metadata", problem),)
+        if version:
+            self._valid[key] = version
+        return runtime, ()
 
     def forget(self, key: NamespacedName) -> None:
         self._valid.pop(key, None)

@@ -224,7 +224,7 @@ def test_defaults_keep_the_hardening_and_outlast_each_programs_shutdown(
     assert controller["terminationGracePeriodSeconds"] == 60
     main = container({"spec": {"template": {"spec": controller}}})
     ran = controller_parser().parse_args([*main["command"][1:], *main["args"]])
-    assert (ran.kube_api_qps, ran.kube_api_burst) == (20.0, 30), "controller-runtime's"
+    assert (ran.kube_api_qps, ran.kube_api_burst) == (0.0, 30), "no client-side limit"
     assert controller["terminationGracePeriodSeconds"] > SHUTDOWN_GRACE_SECONDS
     served_container = container({"spec": {"template": {"spec": webhook}}})
     served = webhook_parser().parse_args(

@@ -25,6 +25,7 @@ from controller.manager import Manager, Options
 from tests.support.barriers import until, until_quiescent
 from tests.support.controller_harness import condition, runtime_manifest
 from tests.support.fakekube import FakeKube, Obj
+from tests.support.parse_count import counting_parses
 
 NS = "team"
 MANAGED = ("ConfigMap", "ServiceAccount", "Service", "Deployment", "PodDisruptionBudget")
@@ -322,3 +323,36 @@ async def test_an_idle_controller_reconciles_on_noise_but_writes_nothing(
     await until(lambda: counter("success") > reconciles, "a reconcile of the noise")
     await running.quiescent()
     assert [write for write in fake.writes(calls) if "/leases/" not in write] == []
+
+
+async def test_each_reconcile_parses_its_runtime_once(running: Running) -> None:
+    """Issue 12's count: one parse per reconcile, whether its runtime version is new
+    (validated, the verdict carrying the parse) or known valid (parsed only); a new
+    spec costs one more parse where the cache indexes its Secret references."""
+    fake = running.fake
+    fake.apply(runtime_manifest("rt", NS))
+    await reconciled(running)
+
+    before = counter("success")
+    with counting_parses() as parses:
+        fake.set_status("Deployment", NS, "rt", {"replicas": 1, "readyReplicas": 0})
+        await running.condition("Ready", "False", "RuntimeNotReady")
+        roll_out(fake)
+        await running.condition("Ready", "True", "RuntimeReady")
+        await running.quiescent()
+    reconciles = counter("success") - before
+    assert reconciles >= 2
+    # Each parse_runtime parses the spec model once; nothing else parses a spec.
+    assert (len(parses.objects), parses.spec_models) == (reconciles, reconciles)
+
+    before = counter("success")
+    with counting_parses() as parses:
+        fake.apply(runtime_manifest("rt", NS, replicas=2))
+        await until(
+            lambda: (fake.get("Deployment", NS, "rt") or {})["spec"].get("replicas") == 2,
+            "the new replica count applied",
+        )
+        await running.quiescent()
+    reconciles = counter("success") - before
+    assert reconciles >= 1
+    assert (len(parses.objects), parses.spec_models) == (reconciles, reconciles + 1)

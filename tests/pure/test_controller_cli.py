@@ -101,10 +101,11 @@ def test_go_operator_migration_defaults_and_their_switches(
     assert options.legacy_field_managers == frozenset()
 
 
-def test_client_rate_limit_defaults_to_controller_runtimes_and_zero_turns_it_off(
+def test_no_client_rate_limit_by_default_and_one_when_a_rate_is_given(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    limiter = limiter_from(parser().parse_args(["run"]))
+    assert limiter_from(parser().parse_args(["run"])) is None
+    limiter = limiter_from(parser().parse_args(["run", "--kube-api-qps", "20"]))
     assert limiter is not None
     assert (limiter.qps, limiter.burst) == (20.0, 30)
     monkeypatch.setenv("TRUSSIUM_KUBE_API_QPS", "50")
