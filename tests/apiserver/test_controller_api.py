@@ -13,10 +13,12 @@ from devcluster.hostoperator import install_crds
 from tests.support.controller_harness import (
     Controller,
     apply,
+    audit_entries,
     condition,
     events,
     get,
     must_get,
+    now,
     reasons,
     running_controller,
     runtime_manifest,
@@ -133,6 +135,43 @@ def test_missing_secret_blocks_everything_until_it_exists(
     assert "s3cr3t-value" not in logs
     for event in events(plane, namespace, name):
         assert "s3cr3t" not in json.dumps(event)
+
+
+def test_a_secret_that_existed_before_its_runtime_is_found_by_a_metadata_only_lookup(
+    plane: ControlPlane, namespace: str, tmp_path: Path
+) -> None:
+    """The Secret cache keeps only referenced Secrets (ADR 0016): a Secret created while
+    nothing referenced it is not cached, so the runtime naming it later has it looked up
+    by name, as metadata, and proceeds without ever reporting it missing."""
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "api-key", "namespace": namespace},
+        "stringData": {"token": "s3cr3t-value"},
+    }
+    provider = {
+        "type": "openai",
+        "model": "m",
+        "credentialsSecretRef": {"name": "api-key", "key": "token"},
+    }
+    with running_controller(plane, tmp_path / "controller.log", *scoped(namespace)) as controller:
+        apply(plane, secret)
+        controller.wait_quiescent()
+        since = now()
+        apply(plane, runtime_manifest("rt", namespace, provider=provider))
+        wait_condition(plane, "rt", namespace, "ConfigurationValid", "True", "ReferencesResolved")
+        must_get(plane, "deployment", "rt", namespace)
+        lookups = [
+            e
+            for e in audit_entries(plane, since)
+            if e.get("verb") == "list"
+            and (e.get("objectRef") or {}).get("resource") == "secrets"
+            and "fieldSelector=metadata.name%3Dapi-key" in e.get("requestURI", "")
+        ]
+        assert [e["responseStatus"]["code"] for e in lookups] == [200]
+        logs = (tmp_path / "controller.log").read_text()
+    assert "ConfigurationInvalid" not in reasons(plane, namespace, "rt"), "reported missing"
+    assert "s3cr3t-value" not in logs
 
 
 def test_watch_namespace_ignores_other_namespaces(
