@@ -37,8 +37,9 @@ def up(plane: ControlPlane) -> int:
         print(f"  audit log:  {plane.audit_log}")
         print("  pids:       " + " ".join(f"{name}={pid}" for name, pid in plane.pids.items()))
         print(f"export KUBECONFIG={plane.kubeconfig} PATH={plane.bin_dir}:$PATH")
-        print("Press Ctrl-C to stop.", flush=True)
         try:
+            # Inside the try: a Ctrl-C right after the prompt is a stop too, not an error.
+            print("Press Ctrl-C to stop.", flush=True)
             while (exited := plane.exited_component()) is None:
                 time.sleep(WATCH_SECONDS)
         except KeyboardInterrupt:
