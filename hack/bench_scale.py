@@ -595,12 +595,13 @@ def rounded(value: float | None) -> float | None:
 def controller_entries(audit_log: Path) -> list[Obj]:
     """The controller's audit entries (its user agent), read once at the end."""
     entries = []
-    with audit_log.open() as log:
-        for line in log:
-            if USER_AGENT_PREFIX in line:
-                entry = json.loads(line)
-                if str(entry.get("userAgent", "")).startswith(USER_AGENT_PREFIX):
-                    entries.append(entry)
+    for path in numbers.audit_files(audit_log):
+        with path.open() as log:
+            for line in log:
+                if USER_AGENT_PREFIX in line:
+                    entry = json.loads(line)
+                    if str(entry.get("userAgent", "")).startswith(USER_AGENT_PREFIX):
+                        entries.append(entry)
     return entries
 
 

@@ -11,6 +11,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 # What a runtime's status copies from its Deployment's status (common/status.py).
@@ -88,6 +89,16 @@ def slope(points: Sequence[tuple[float, float]]) -> float | None:
     if len({x for x, _ in points}) < 2:
         return None
     return statistics.linear_regression([x for x, _ in points], [y for _, y in points]).slope
+
+
+def audit_files(audit_log: Path) -> list[Path]:
+    """The audit log and the backups the API server rotated out of it, oldest first.
+
+    The API server rotates its audit log at 100 MB (`--audit-log-maxsize`'s default)
+    and keeps every backup as `audit-<timestamp>.log`, so a run that writes tens of
+    thousands of objects has most of its entries in backups."""
+    backups = sorted(audit_log.parent.glob(f"{audit_log.stem}-*{audit_log.suffix}"))
+    return [*backups, audit_log]
 
 
 def audit_time(entry: Mapping[str, Any]) -> float:

@@ -1,7 +1,10 @@
 """The scale benchmark's arithmetic: pairing status changes, percentiles, slopes, counts."""
 
+from pathlib import Path
+
 from hack.bench_scale_numbers import (
     StatusLatency,
+    audit_files,
     percentile,
     ratios,
     replica_counts,
@@ -101,6 +104,25 @@ def test_request_counts_count_a_watch_once_and_only_inside_the_window() -> None:
     assert counts == {"patch:deployments": 1, "watch:secrets": 1, "update:leases": 1}
     assert writes_of(counts, leases=True) == 2
     assert writes_of(counts, leases=False) == 1
+
+
+def test_audit_files_are_the_rotated_backups_oldest_first_then_the_live_log(
+    tmp_path: Path,
+) -> None:
+    names = [
+        "audit.log",
+        "audit-2026-12-01T16-40-02.117.log",
+        "audit-2026-12-01T16-21-50.003.log",
+        "audit-policy.yaml",
+        "kube-apiserver.log",
+    ]
+    for name in names:
+        (tmp_path / name).write_text("")
+    assert [p.name for p in audit_files(tmp_path / "audit.log")] == [
+        "audit-2026-12-01T16-21-50.003.log",
+        "audit-2026-12-01T16-40-02.117.log",
+        "audit.log",
+    ]
 
 
 def test_ratios_compare_numbers_at_the_same_n_and_m_and_leave_load_out() -> None:
