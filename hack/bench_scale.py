@@ -406,6 +406,7 @@ class OperatorRun:
     async def runtime_step(self, n_from: int, n_to: int, m: int) -> Obj:
         options = self.options
         cpu_before = cpu_seconds(self.pid)
+        troubles_before = await asyncio.to_thread(self.troubles)
         wall_began, began = time.time(), time.monotonic()
         items = [runtime(i, options.replicas) for i in range(n_from, n_to)]
         apply_seconds = await apply_all(self.kube, RUNTIMES, items)
@@ -421,6 +422,7 @@ class OperatorRun:
         idle_cpu = cpu_seconds(self.pid) - cpu_before - converge_cpu
         memory = self.sample() | {"load": load()}
         latency = await self.status_latency(n_to)
+        troubles_after = await asyncio.to_thread(self.troubles)
         step: Obj = {
             "runtimes": n_to,
             "unrelated": m,
@@ -432,6 +434,8 @@ class OperatorRun:
             "idle_cpu_seconds": round(idle_cpu, 2),
             **{k: memory[k] for k in ("rss_mib", "peak_rss_mib", "cpu_seconds")},
             "status_latency": latency,
+            # From the apply to the end of the trickle.
+            "troubles": {k: troubles_after[k] - troubles_before[k] for k in troubles_after},
             "load": {
                 "reconciled": reconciled_load,
                 "ready": ready_load,
@@ -487,6 +491,20 @@ class OperatorRun:
             next_at = began + (i + 1) / self.options.trickle_rate
             await asyncio.sleep(max(0.0, next_at - time.monotonic()))
         self.trickled += changes
+
+    def troubles(self) -> dict[str, int]:
+        """Totals so far of what goes wrong: failed reconciles, races retried (409, or a
+        guarded patch whose test failed), rate-limited re-adds to the queue, and the
+        controller's log lines at warning level or above."""
+        read = self.controller.metric
+        with self.controller.log_path.open(errors="replace") as log:
+            logged = numbers.troubled_log_lines(log)
+        return {
+            "failed_reconciles": int(read("controller_runtime_reconcile_errors_total")),
+            "races": int(read("controller_runtime_reconcile_total", result="requeue")),
+            "queue_retries": int(read("workqueue_retries_total")),
+            "warnings_logged": logged,
+        }
 
     def queue_metrics(self) -> dict[str, float]:
         """The controller's own workqueue and reconcile totals (its /metrics)."""
@@ -696,6 +714,8 @@ def table(results: Mapping[str, Any]) -> str:
     )
     for s in results["steps"]:
         rows.append(f"N={s['runtimes']} requests per runtime: {s['requests_per_runtime']}")
+    for s in results["steps"]:
+        rows.append(f"N={s['runtimes']} troubles, apply to end of trickle: {s['troubles']}")
     return "\n".join(rows)
 
 

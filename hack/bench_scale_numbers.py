@@ -6,6 +6,7 @@ baseline: pure functions and one small state machine, so they can be tested
 without a control plane.
 """
 
+import json
 import statistics
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -89,6 +90,25 @@ def slope(points: Sequence[tuple[float, float]]) -> float | None:
     if len({x for x, _ in points}) < 2:
         return None
     return statistics.linear_regression([x for x, _ in points], [y for _, y in points]).slope
+
+
+TROUBLE_LEVELS = frozenset({"warning", "error", "critical"})
+
+
+def troubled_log_lines(lines: Iterable[str]) -> int:
+    """Lines of the controller's JSON log at warning level or above (a line that is
+    not JSON, such as a traceback's, counts too: only trouble prints those)."""
+    count = 0
+    for line in lines:
+        if not line.strip():
+            continue
+        try:
+            level = json.loads(line).get("level")
+        except (ValueError, AttributeError):
+            count += 1
+            continue
+        count += level in TROUBLE_LEVELS
+    return count
 
 
 def audit_files(audit_log: Path) -> list[Path]:

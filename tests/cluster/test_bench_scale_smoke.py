@@ -71,6 +71,10 @@ def test_a_short_run_reports_every_number(tmp_path: Path) -> None:
     assert latency["controller_reconciles"] > 0  # the trickle's changes were reconciled
     # The trickle moved Deployment statuses, and the watcher saw it.
     assert latency["samples"] + latency["unpaired"] + latency["already_shown"] > 0
+    # 20 runtimes on a healthy plane: nothing failed, nothing was logged as trouble.
+    assert step["troubles"]["failed_reconciles"] == 0, step["troubles"]
+    assert step["troubles"]["warnings_logged"] == 0, step["troubles"]
+    assert {"races", "queue_retries"} <= step["troubles"].keys()
     assert [u["unrelated"] for u in results["unrelated_steps"]] == [0, 50]
     assert isinstance(results["slopes"]["kib_per_runtime"], float)
     assert isinstance(results["slopes"]["kib_per_unrelated_object"], float)

@@ -10,6 +10,7 @@ from hack.bench_scale_numbers import (
     replica_counts,
     request_counts,
     slope,
+    troubled_log_lines,
     writes_of,
 )
 
@@ -123,6 +124,19 @@ def test_audit_files_are_the_rotated_backups_oldest_first_then_the_live_log(
         "audit-2026-12-01T16-40-02.117.log",
         "audit.log",
     ]
+
+
+def test_troubled_log_lines_are_warnings_errors_and_anything_not_json() -> None:
+    lines = [
+        '{"level": "info", "message": "status updated"}',
+        '{"level": "warning", "message": "cannot post event"}',
+        '{"level": "error", "message": "reconcile failed"}',
+        "Traceback (most recent call last):",
+        '"a JSON string, not a record"',
+        "",
+        '{"level": "debug", "message": "waiting for a Secret lookup"}',
+    ]
+    assert troubled_log_lines(lines) == 4
 
 
 def test_ratios_compare_numbers_at_the_same_n_and_m_and_leave_load_out() -> None:
