@@ -114,9 +114,9 @@ def troubled_log_lines(lines: Iterable[str]) -> int:
 def audit_files(audit_log: Path) -> list[Path]:
     """The audit log and the backups the API server rotated out of it, oldest first.
 
-    The API server rotates its audit log at 100 MB (`--audit-log-maxsize`'s default)
-    and keeps every backup as `audit-<timestamp>.log`, so a run that writes tens of
-    thousands of objects has most of its entries in backups."""
+    With `--audit-log-maxsize` unset, the API server rotates its audit log at 100 MB
+    (its log library's default) and keeps every backup as `audit-<timestamp>.log`, so
+    a run that writes tens of thousands of objects has most of its entries in backups."""
     backups = sorted(audit_log.parent.glob(f"{audit_log.stem}-*{audit_log.suffix}"))
     return [*backups, audit_log]
 
