@@ -10,8 +10,8 @@
 # pods Running and Ready) is taken from the pinned kwok module at build time.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-# shellcheck source=versions.env
-source "$here/versions.env"
+# shellcheck source=pins.sh
+source "$here/pins.sh"
 components=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok helm)
 stages=kwok-stages.yaml
 
@@ -24,15 +24,16 @@ if [[ -n "${TRUSSIUM_K8S_BIN_DIR:-}" ]]; then
 fi
 
 # The cache key is the pins (BUILD_REVISION in versions.env changes it when the recipe changes).
-key="$(grep -v '^#' "$here/versions.env" | sha256sum | cut -c1-16)"
+key="$(sha256sum <<<"$pins" | cut -c1-16)"
 cache="${TRUSSIUM_K8S_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/trussium-operator/k8s}"
 bin="$cache/$key/bin"
 all_built() { for c in "${components[@]}"; do [[ -x "$bin/$c" ]] || return 1; done; [[ -f "$bin/$stages" ]]; }
 if all_built; then echo "$bin"; exit 0; fi
 
-# One build at a time: a concurrent caller waits for it, then finds everything built.
+# One build per key at a time: a concurrent caller waits for it, then finds everything built.
+# (The newest minor's lock keeps the name it had before there were other minors.)
 mkdir -p "$cache"
-exec 9>"$cache/.lock"
+exec 9>"$cache/.lock${pins_override:+-$key}"
 flock 9
 if all_built; then echo "$bin"; exit 0; fi
 
