@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from devcluster import ControlPlane
+from devcluster.flags import MUTATING_ADMISSION_POLICY_GROUP, mutating_admission_policy_version
 from devcluster.hostoperator import install_crds
 from tests.node.runtime_image import (
     MISSING_TAG,
@@ -282,8 +283,11 @@ def short_progress_deadline(plane: ControlPlane, namespace: str) -> None:
     """Every Deployment written in `namespace` gets a short progress deadline
     (a MutatingAdmissionPolicy: the operator's own 600 s would outlast the test)."""
     name = f"short-deadline-{namespace}"[:63]
+    api_version = (
+        f"{MUTATING_ADMISSION_POLICY_GROUP}/{mutating_admission_policy_version(plane.minor)}"
+    )
     policy = {
-        "apiVersion": "admissionregistration.k8s.io/v1",
+        "apiVersion": api_version,
         "kind": "MutatingAdmissionPolicy",
         "metadata": {"name": name},
         "spec": {
@@ -312,7 +316,7 @@ def short_progress_deadline(plane: ControlPlane, namespace: str) -> None:
         },
     }
     binding = {
-        "apiVersion": "admissionregistration.k8s.io/v1",
+        "apiVersion": api_version,
         "kind": "MutatingAdmissionPolicyBinding",
         "metadata": {"name": name},
         "spec": {"policyName": name},
