@@ -18,15 +18,9 @@ BUILD_SCRIPT = REPO_ROOT / "hack" / "k8s" / "build.sh"
 VERSIONS_FILE = REPO_ROOT / "hack" / "k8s" / "versions.env"
 # Set to 1.NN (`make test-k8s K8S_VERSION=1.NN`) to build and run another supported minor.
 VERSION_VARIABLE = "TRUSSIUM_K8S_VERSION"
-BINARIES = (
-    "etcd",
-    "kube-apiserver",
-    "kube-controller-manager",
-    "kube-scheduler",
-    "kubectl",
-    "kwok",
-    "helm",
-)
+# What the api profile runs or its tests call; the other profiles need every binary.
+API_BINARIES = ("etcd", "kube-apiserver", "kubectl", "helm")
+BINARIES = (*API_BINARIES, "kube-controller-manager", "kube-scheduler", "kwok")
 KWOK_STAGES = "kwok-stages.yaml"  # kwok's default Stage objects, written by build.sh
 NODE_BUILD_SCRIPT = REPO_ROOT / "hack" / "k8s" / "build-node.sh"
 NODE_BINARIES = (
@@ -110,10 +104,10 @@ def pinned_versions() -> dict[str, str]:
     return pins | parse_versions(override.read_text())
 
 
-def _build(script: Path, expected: tuple[str, ...]) -> Path:
+def _build(script: Path, expected: tuple[str, ...], *args: str) -> Path:
     """Run a build script (it prints the bin directory last) and check its output."""
     # Build progress goes to stderr untouched: a first build takes a long while.
-    result = subprocess.run(["bash", str(script)], stdout=subprocess.PIPE, text=True)
+    result = subprocess.run(["bash", str(script), *args], stdout=subprocess.PIPE, text=True)
     lines = result.stdout.strip().splitlines()
     if result.returncode != 0 or not lines:
         raise ComponentsError(f"{script} failed (exit {result.returncode}); see its stderr")
@@ -125,9 +119,10 @@ def _build(script: Path, expected: tuple[str, ...]) -> Path:
 
 
 @functools.cache
-def locate() -> Components:
-    """Build (first time only, slow) or reuse the binaries; honours TRUSSIUM_K8S_BIN_DIR."""
-    bin_dir = _build(BUILD_SCRIPT, (*BINARIES, KWOK_STAGES))
+def locate(binaries: tuple[str, ...] = BINARIES) -> Components:
+    """Build (first time only, slow) or reuse `binaries`; honours TRUSSIUM_K8S_BIN_DIR."""
+    expected = (*binaries, KWOK_STAGES) if "kwok" in binaries else binaries
+    bin_dir = _build(BUILD_SCRIPT, expected, *binaries)
     return Components(bin_dir=bin_dir, versions=pinned_versions())
 
 

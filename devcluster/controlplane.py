@@ -354,7 +354,10 @@ class ControlPlane:
 
     def _located_components(self) -> Components:
         if self._components is None:
-            self._components = components_module.locate()
+            api_only = self.profile is Profile.API
+            self._components = components_module.locate(
+                components_module.API_BINARIES if api_only else components_module.BINARIES
+            )
         return self._components
 
     def _api(self) -> Rest:
