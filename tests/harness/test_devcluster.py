@@ -16,8 +16,8 @@ from devcluster.components import (
     VERSION_VARIABLE,
     ComponentsError,
     parse_versions,
-    pinned_versions,
     pinned_minors,
+    pinned_versions,
 )
 from devcluster.controlplane import IDENTITIES, fake_node, node_ready
 from devcluster.flags import mutating_admission_policy_version
