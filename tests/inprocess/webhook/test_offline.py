@@ -222,6 +222,8 @@ def test_json_output_fills_field_on_every_finding(capsys: pytest.CaptureFixture[
         "severity": "error",
         "field": "spec.image",
         "message": "exactly one of tag or digest must be specified",
+        "line": 7,
+        "column": 3,
     } in report["errors"]
     assert report["warnings"] == [
         {
@@ -232,6 +234,8 @@ def test_json_output_fills_field_on_every_finding(capsys: pytest.CaptureFixture[
             "field": "spec.image.tag",
             "message": "the mutable tag 'latest' makes rollouts unreproducible; "
             "pin a version tag or a digest",
+            "line": 9,
+            "column": 5,
         }
     ]
     assert all(finding["field"] for finding in report["errors"] + report["warnings"])
