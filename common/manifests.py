@@ -70,7 +70,8 @@ _GO_INT = re.compile(
     r"([+-]?)(?:0[xX]([0-9a-fA-F]+)|0[bB]([01]+)|0[oO]([0-7]+)|0([0-7]*)|([1-9][0-9]*))"
 )
 _YAML_FLOAT = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?")
-_DOT_FLOAT = re.compile(r"\.[0-9]+([eE][-+]?[0-9]+)?")  # Go's ParseFloat on ".5e3"
+# Go's ParseFloat on ".5e3": underscores only between digits, as Python's float() takes them.
+_DOT_FLOAT = re.compile(r"\.[0-9_]+([eE][-+]?[0-9_]+)?")
 _BINARY_DIGITS = re.compile(r"[+-]?[01]+")
 _TIMESTAMP_FORMS = re.compile(
     r"(\d{4})-(\d\d?)-(\d\d?)"
@@ -155,8 +156,12 @@ def _go_int(text: str) -> int | None:
 
 
 def _go_float(text: str) -> float | None:
-    """strconv.ParseFloat on a decimal form: None on overflow, as Go's ErrRange."""
-    value = float(text)
+    """strconv.ParseFloat on a decimal form: None on a misplaced underscore or on
+    overflow (Go's ErrRange)."""
+    try:
+        value = float(text)
+    except ValueError:
+        return None
     return None if math.isinf(value) else value
 
 
