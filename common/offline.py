@@ -189,8 +189,9 @@ def combine(checks: Iterable[DocumentCheck]) -> OfflineReport:
 
 
 def _similar(value: str, target: str) -> bool:
-    ratio = difflib.SequenceMatcher(None, value.lower(), target.lower()).ratio()
-    return value != target and ratio >= NEAR_MISS_RATIO
+    if value == target:  # most documents: no need to measure
+        return False
+    return difflib.SequenceMatcher(None, value.lower(), target.lower()).ratio() >= NEAR_MISS_RATIO
 
 
 def _near_miss(document: dict[str, Any]) -> tuple[str, str] | None:
