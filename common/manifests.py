@@ -7,12 +7,13 @@ go-yaml v2 fork resolves plain scalars with YAML 1.1-flavoured rules
 timestamps stay strings, no sexagesimal numbers), non-string keys become
 strings, and the JSON decoder then keeps integers that fit in 64 bits and
 turns every other number into a float. This module applies the same rules,
-in the same order, on libyaml's events (PyYAML's C binding), and refuses
-what the API server refuses under strict field validation (kubectl's
-default): duplicate keys (a key that a `<<` merge also sets included),
-NaN and infinities, null keys, excessive aliasing. `tests/apiserver/
-test_yaml_differential.py` holds both to the same verdict on a generated
-corpus. `kind: List` documents are expanded into their items.
+in the same order, on libyaml's events (PyYAML's C binding), refuses what
+that reading refuses (NaN and infinities, null keys, excessive aliasing),
+and keeps the later value of a key set twice (a `<<` merge included), as
+kubectl does, listing each such key: go-yaml's strict reading refuses
+them. `tests/apiserver/test_yaml_differential.py` holds our reading to the
+API server's on a generated corpus. `kind: List` documents are expanded
+into their items.
 
 Each object comes with the line and column of every field, for reports
 that point into the file.
@@ -101,6 +102,8 @@ class Manifest:
 
     object: dict[str, Any]
     positions: Positions = field(default_factory=dict)
+    # Keys set more than once in one mapping: (path, (line, column)) of each later setting.
+    duplicates: list[tuple[Path, tuple[int, int]]] = field(default_factory=list)
 
     def position(self, field_path: str) -> tuple[int, int] | None:
         """(line, column) of `field_path` (`spec.a[0].b`, `metadata.labels[k]`), or of the
@@ -111,6 +114,17 @@ class Manifest:
                 return found
             path = path[:-1]
         return None
+
+
+def field_path(path: Path) -> str:
+    """("spec", "tolerations", 0) → `spec.tolerations[0]`; a key with `.` or `/` in brackets."""
+    text = ""
+    for part in path:
+        if isinstance(part, int) or "." in part or "/" in part:
+            text += f"[{part}]"
+        else:
+            text += f".{part}" if text else part
+    return text
 
 
 def split_field_path(field_path: str) -> Path:
@@ -321,6 +335,7 @@ class _Document:
         self.decoded = 1  # go-yaml counts the document node
         self.aliased = 0
         self.positions: Positions = {}
+        self.duplicates: list[tuple[Path, tuple[int, int]]] = []
 
     def _count(self, mark: Any) -> None:
         self.decoded += 1
@@ -389,6 +404,7 @@ class _Document:
 
     def _mapping(self, path: Path) -> dict[str, Any]:
         result: dict[str, Any] = {}
+        typed: dict[str, tuple[str, Any] | None] = {}  # go-yaml's key before it became a string
         positions = self.positions
         while type(event := self.next_event()) is not events.MappingEndEvent:
             mark = event.start_mark
@@ -397,37 +413,49 @@ class _Document:
                 and event.value == "<<"
                 and (event.implicit[0] or event.tag == _MERGE)
             ):
-                self._merge(result, self.next_event(), (*path, "<<"))
+                self._merge(result, typed, self.next_event(), path)
                 continue
             kind, key_value = self.node(event, path)
             if kind in ("map", "seq"):
                 raise _DecodeError(f"invalid map key: {key_value!r}", mark)
             key = _json_key(kind, key_value, mark)
             value = self.value(self.next_event(), (*path, key))
+            at = (mark.line + 1, mark.column + 1)
             if key in result:
-                raise _DecodeError(f"duplicate key {key!r}", mark)
-            positions[(*path, key)] = (mark.line + 1, mark.column + 1)
+                if typed[key] not in (None, ("str" if kind == "timestamp" else kind, key_value)):
+                    # Two keys to go-yaml, one to JSON: the API server keeps either value.
+                    raise _DecodeError(f"keys {key!r} of different types meet as JSON", mark)
+                self.duplicates.append(((*path, key), at))
+            positions[(*path, key)] = at
             result[key] = value
+            typed[key] = ("str" if kind in ("timestamp", "merge") else kind, key_value)
         return result
 
-    def _merge(self, into: dict[str, Any], event: Any, path: Path) -> None:
-        """`<<: map`, `<<: *alias` or `<<: [maps]`: every key it brings must be new."""
+    def _merge(
+        self,
+        into: dict[str, Any],
+        typed: dict[str, tuple[str, Any] | None],
+        event: Any,
+        path: Path,
+    ) -> None:
+        """`<<: map`, `<<: *alias` or `<<: [maps]`, where it stands: it overrides keys set
+        before it, later keys override it, and of several maps the first wins (go-yaml v2)."""
         kind = type(event)
         if kind is events.SequenceStartEvent:
             self.decoded -= 1  # go-yaml merges the items without decoding the list itself
-        merged_kind, merged = self.node(event, path)
+        at = (event.start_mark.line + 1, event.start_mark.column + 1)
+        merged_kind, merged = self.node(event, (*path, "<<"))
         sources = merged if kind is events.SequenceStartEvent else [merged]
         if merged_kind not in ("map", "seq") or any(not isinstance(s, dict) for s in sources):
             raise _DecodeError(
                 "map merge requires map or sequence of maps as the value", event.start_mark
             )
-        for source in sources:
+        for source in reversed(sources):
             for key, value in source.items():
                 if key in into:
-                    raise _DecodeError(
-                        f"duplicate key {key!r} (also set by a merge)", event.start_mark
-                    )
+                    self.duplicates.append(((*path, key), at))
                 into[key] = value
+                typed[key] = None
 
 
 def _objects(manifest: Manifest, where: str) -> list[Manifest]:
@@ -445,7 +473,8 @@ def _objects(manifest: Manifest, where: str) -> list[Manifest]:
         for i, item in enumerate(items):
             prefix = ("items", i)
             positions = {p[2:]: v for p, v in manifest.positions.items() if p[:2] == prefix}
-            found += _objects(Manifest(item, positions), f"{where}, item {i}")
+            duplicates = [(p[2:], v) for p, v in manifest.duplicates if p[:2] == prefix]
+            found += _objects(Manifest(item, positions, duplicates), f"{where}, item {i}")
         return found
     return [manifest]
 
@@ -470,9 +499,8 @@ def read_manifests_text(text: str, source: str = "<input>") -> list[Manifest]:
             value = document.value(event, ())
             parser.get_event()  # document end
             if value is not None:
-                found += _objects(
-                    Manifest(value, document.positions), f"{source}: document {index}"
-                )
+                manifest = Manifest(value, document.positions, document.duplicates)
+                found += _objects(manifest, f"{source}: document {index}")
         del start
     except (yaml.YAMLError, _DecodeError) as error:
         if _TEMPLATE.search(text):

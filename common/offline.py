@@ -18,11 +18,15 @@ from typing import Any, Literal
 from common.api import TrussiumRuntime
 from common.constants import API_VERSION, GROUP, KIND
 from common.defaulting import apply_defaults
-from common.manifests import Manifest
+from common.manifests import Manifest, field_path
 from common.validation import validate_runtime
 
 Severity = Literal["error", "warning"]
 DEFAULT_NAMESPACE = "default"
+DUPLICATE_KEY = (
+    "set more than once in one mapping (a `<<` merge included): kubectl applies the last "
+    "value; kube-apiserver refuses the file when it reads the YAML with strict field validation"
+)
 # difflib's similarity ratio above which a kind or group counts as a misspelling of ours.
 NEAR_MISS_RATIO = 0.8
 
@@ -143,6 +147,8 @@ def check_document(
     result = validate_runtime(defaulted)  # defaults the spec again: a no-op walk
     findings = [finding("error", e.path, e.message) for e in result.errors]
     findings += [finding("warning", w.path, w.message) for w in result.field_warnings]
+    for path, (line, column) in manifest.duplicates if manifest else ():
+        findings.append(Finding(*where, "warning", field_path(path), DUPLICATE_KEY, line, column))
     named = isinstance(name, str) and name != ""
     if named:
         check.named, check.name_at = (namespace, str(name)), at("metadata.name")

@@ -5,10 +5,12 @@ A generated corpus of scalars (integers and floats in every notation, YAML
 explicitly tagged, as values and as keys) and of structures (merge keys,
 anchors and aliases, duplicate keys, non-string keys, binary) goes to the
 API server as the body of a server-side dry-run create with Content-Type
-application/yaml and strict field validation (kubectl's default), into a
-CRD that keeps unknown fields; the JSON it answers is compared with what
-our parser makes of the same text: both refuse it, or both hold the same
-value, type for type (an int is not a float, a bool is not an int).
+application/yaml, into a CRD that keeps unknown fields; the JSON it answers
+is compared with what our parser makes of the same text: both refuse it,
+or both hold the same value, type for type (an int is not a float, a bool
+is not an int). With `fieldValidation=Warn` the API server also runs
+go-yaml's strict reading and answers its objections (keys set twice) as
+warnings: we list the same duplicates.
 """
 
 import asyncio
@@ -190,15 +192,18 @@ def _same(ours: Any, theirs: Any) -> bool:
     return bool(ours == theirs)
 
 
-def _ours(text: str) -> tuple[str, Any]:
-    """("accepted", spec), ("refused", reason) or ("skipped", reason)."""
+Verdict = tuple[str, Any, bool]
+
+
+def _ours(text: str) -> Verdict:
+    """("accepted", spec, any key set twice), ("refused", reason, _) or ("skipped", reason, _)."""
     try:
         (manifest,) = read_manifests_text(text, "case")
     except NotAManifestError as error:
-        return "skipped", str(error)
+        return "skipped", str(error), False
     except ManifestError as error:
-        return "refused", str(error)
-    return "accepted", manifest.object.get("spec")
+        return "refused", str(error), False
+    return "accepted", manifest.object.get("spec"), bool(manifest.duplicates)
 
 
 @pytest.fixture(scope="module")
@@ -220,24 +225,26 @@ def probe_crd(api_plane: ControlPlane) -> Iterator[None]:
 
 
 async def _dry_run_creates(
-    api_client: client.ApiClient, namespace: str, bodies: list[str]
-) -> list[tuple[str, Any]]:
-    """The API server's ("accepted", spec) or ("refused", message) for each YAML body."""
+    api_client: client.ApiClient, namespace: str, bodies: list[str], validation: str = "Warn"
+) -> list[Verdict]:
+    """The API server's ("accepted", spec, warned of a key set twice) or ("refused",
+    message, _) for each YAML body."""
     configuration = api_client.configuration
     context = ssl.create_default_context(cafile=configuration.ssl_ca_cert)
     context.load_cert_chain(str(configuration.cert_file), str(configuration.key_file))
     url = f"{configuration.host}/apis/{GROUP}/v1/namespaces/{namespace}/{PLURAL}"
-    params = {"dryRun": "All", "fieldValidation": "Strict"}
+    params = {"dryRun": "All", "fieldValidation": validation}
     headers = {"Content-Type": "application/yaml", "Accept": "application/json"}
     limit = asyncio.Semaphore(CONCURRENCY)
 
-    async def verdict(session: aiohttp.ClientSession, body: str) -> tuple[str, Any]:
+    async def verdict(session: aiohttp.ClientSession, body: str) -> Verdict:
         async with limit, session.post(url, params=params, data=body, headers=headers) as answer:
             text = await answer.text()
+        warned = "already set in map" in " ".join(answer.headers.getall("Warning", []))
         if answer.status in (200, 201):
-            return "accepted", json.loads(text, parse_int=_int64_or_float).get("spec")
+            return "accepted", json.loads(text, parse_int=_int64_or_float).get("spec"), warned
         assert answer.status in (400, 422), f"{answer.status}: {text[:300]}"
-        return "refused", json.loads(text).get("message", text)[:300]
+        return "refused", json.loads(text).get("message", text)[:300], warned
 
     connector = aiohttp.TCPConnector(ssl=context, limit=CONCURRENCY)
     timeout = aiohttp.ClientTimeout(total=REQUEST_TIMEOUT_SECONDS)
@@ -252,16 +259,19 @@ async def test_the_api_server_and_our_parser_read_yaml_alike(
     bodies = [_body(i, spec) for i, spec in enumerate(_documents())]
     verdicts = await _dry_run_creates(api_client, namespace, bodies)
     disagreements = []
-    for body, (theirs, their_value) in zip(bodies, verdicts, strict=True):
-        ours, our_value = _ours(body)
-        if ours != theirs or (ours == "accepted" and not _same(our_value, their_value)):
+    for body, theirs in zip(bodies, verdicts, strict=True):
+        ours = _ours(body)
+        same = ours[0] == theirs[0] and (
+            ours[0] != "accepted" or (_same(ours[1], theirs[1]) and ours[2] == theirs[2])
+        )
+        if not same:
             spec = body.split("spec:\n", 1)[1]
-            disagreements.append(
-                f"{spec!r}: server {theirs} {their_value!r}; ours {ours} {our_value!r}"
-            )
-    refused = sum(1 for verdict, _ in verdicts if verdict == "refused")
+            disagreements.append(f"{spec!r}: server {theirs!r}; ours {ours!r}")
+    refused = sum(1 for verdict, *_ in verdicts if verdict == "refused")
+    duplicated = sum(1 for verdict, _, warned in verdicts if verdict == "accepted" and warned)
     assert len(bodies) > 1000, "the corpus should be large"
     assert 50 < refused < len(bodies) // 2, "the corpus should hold refused and accepted cases"
+    assert duplicated >= 5, "and keys set twice, merges included"
     assert disagreements == [], f"{len(disagreements)} of {len(bodies)} disagree:\n" + "\n".join(
         disagreements[:60]
     )
@@ -273,7 +283,7 @@ async def test_custom_tags_are_dropped_by_the_api_server_and_skipped_by_us(
 ) -> None:
     """What the validator says of a file with custom tags (it skips it) is true."""
     body = _body(0, "value: !Ref bucket\nlist: !!python/tuple [1, 2]\n")
-    [(verdict, spec)] = await _dry_run_creates(api_client, namespace, [body])
+    [(verdict, spec, _)] = await _dry_run_creates(api_client, namespace, [body])
     assert (verdict, spec) == ("accepted", {"value": "bucket", "list": [1, 2]})
     assert _ours(body)[0] == "skipped"
 
@@ -285,7 +295,26 @@ async def test_keys_that_meet_as_json_are_refused_where_the_api_server_picks_one
     """`true` and `'true'` are two keys to go-yaml and one to JSON: the API server keeps
     either value (Go's map order); we refuse the file instead (docs/offline-validation.md)."""
     body = _body(0, "true: 1\n'true': 2\n")
-    [(verdict, spec)] = await _dry_run_creates(api_client, namespace, [body])
+    [(verdict, spec, _)] = await _dry_run_creates(api_client, namespace, [body])
     assert verdict == "accepted"
     assert spec in ({"true": 1}, {"true": 2})
     assert _ours(body)[0] == "refused"
+
+
+DUPLICATES = ["a: 1\na: 2\n", "base: &b {a: 1}\nm:\n  <<: *b\n  a: 2\n"]
+
+
+@pytest.mark.usefixtures("probe_crd")
+async def test_keys_set_twice_are_refused_by_strict_validation_and_kept_last_by_kubectl(
+    api_plane: ControlPlane, api_client: client.ApiClient, namespace: str
+) -> None:
+    """What the validator's warning on a key set twice says is true."""
+    bodies = [_body(i, spec) for i, spec in enumerate(DUPLICATES)]
+    strict = await _dry_run_creates(api_client, namespace, bodies, validation="Strict")
+    assert [verdict for verdict, *_ in strict] == ["refused", "refused"]
+    for body, ours in zip(bodies, map(_ours, bodies), strict=True):
+        created = api_plane.kubectl(
+            "create", "--dry-run=server", "-n", namespace, "-o", "json", "-f", "-", input=body
+        )
+        assert ours[2], "we list the key set twice"
+        assert _same(ours[1], json.loads(created.stdout)["spec"]), "and keep kubectl's value"

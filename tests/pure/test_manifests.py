@@ -35,7 +35,7 @@ def test_dates_stay_strings_as_the_api_server_sees_them() -> None:
 @pytest.mark.parametrize(
     ("text", "fragment"),
     [
-        ("a: 1\na: 2\n", "f.yaml: invalid YAML or JSON at line 2, column 1: duplicate key 'a'"),
+        ("1: a\n'1': b\n", "f.yaml: invalid YAML or JSON at line 2, column 1: keys '1' of"),
         ("kind: A\nspec: [\n", "f.yaml: invalid YAML or JSON at line 3"),
         ("kind: A\n---\n- 1\n", "f.yaml: document 2: expected a Kubernetes object"),
         ("kind: List\nitems: 3\n", "the items of a List must be a list"),
@@ -93,7 +93,6 @@ def test_merge_keys_and_aliases_are_expanded() -> None:
 @pytest.mark.parametrize(
     ("text", "fragment"),
     [
-        ("base: &b {x: 1}\nm:\n  <<: *b\n  x: 2\n", "duplicate key 'x'"),
         ("v: .inf\n", "unsupported value"),
         ("~: a\n", "unsupported map key"),
         ("? [1]\n: a\n", "invalid map key"),
@@ -134,3 +133,14 @@ def test_positions_follow_the_fields_and_list_items() -> None:
     assert manifest.position("spec") == (4, 3)
     (labels,) = read_manifests_text("metadata:\n  labels:\n    a.b/c: x\n")
     assert labels.position("metadata.labels[a.b/c]") == (3, 5)
+
+
+def test_keys_set_twice_keep_the_later_value_and_are_listed() -> None:
+    """As kubectl reads them (go-yaml v2): a merge overrides what comes before it."""
+    text = "a: 1\na: 2\nbase: &b {p: 1, q: 1}\nm:\n  p: 2\n  <<: *b\n  q: 3\n"
+    (manifest,) = read_manifests_text(text)
+    assert manifest.object["a"] == 2
+    assert manifest.object["m"] == {"p": 1, "q": 3}
+    assert manifest.duplicates == [(("a",), (2, 1)), (("m", "p"), (6, 7)), (("m", "q"), (7, 3))]
+    (first_wins,) = parse_manifests("a: &a {x: 1}\nb: &b {x: 2}\nm:\n  <<: [*a, *b]\n")
+    assert first_wins["m"] == {"x": 1}

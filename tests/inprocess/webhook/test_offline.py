@@ -183,7 +183,7 @@ def test_the_same_runtime_twice_is_a_warning(
     ("content", "message"),
     [
         ("a: [unclosed", "invalid YAML or JSON at line"),
-        ("a: 1\na: 2\n", "duplicate key"),
+        ("~: a\n", "unsupported map key"),
     ],
 )
 def test_parse_errors_exit_2(
@@ -407,7 +407,7 @@ def test_templates_and_custom_tags_are_skipped_with_a_notice(
 def test_sarif_regions_point_at_the_field_and_at_parse_errors(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    broken = write(tmp_path, "broken.yaml", "kind: A\nspec:\n  a: 1\n  a: 2\n")
+    broken = write(tmp_path, "broken.yaml", "kind: A\nspec:\n  a: 1\n  a: .nan\n")
     template = write(tmp_path, "t.yaml", CLOUDFORMATION)
     code, out, _ = run(capsys, "-o", "sarif", AUTOSCALING, broken, template)
     assert code == 2
@@ -421,7 +421,11 @@ def test_sarif_regions_point_at_the_field_and_at_parse_errors(
     autoscaling = (SAMPLES / "invalid" / "autoscaling.yaml").read_text().splitlines()
     line = next(i for i, text in enumerate(autoscaling, 1) if text.strip() == "autoscaling:")
     assert regions[("invalid", "spec.autoscaling")] == {"startLine": line, "startColumn": 3}
-    assert regions[("unreadable", "duplicate key 'a'")] == {"startLine": 4, "startColumn": 3}
+    (unreadable,) = [r for r in results if r["ruleId"] == "unreadable"]
+    assert unreadable["locations"][0]["physicalLocation"]["region"] == {
+        "startLine": 4,
+        "startColumn": 6,
+    }
     assert [r["level"] for r in results if r["ruleId"] == "skipped"] == ["note"]
 
 
@@ -442,3 +446,16 @@ def test_many_files_are_checked_in_processes_with_the_same_report(
         "applying both keeps only the later one"
     ]
     assert [e["file"] for e in report["errors"]] == [str(tmp_path / "r100.yaml")]
+
+
+def test_a_key_set_twice_is_a_warning_at_its_place(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    twice = write(tmp_path, "twice.yaml", MINIMAL + "  replicas: 2\n  replicas: 3\n")
+    code, out, _ = run(capsys, "-o", "json", twice)
+    (warning,) = json.loads(out)["warnings"]
+    assert code == 0
+    assert (warning["field"], warning["line"]) == ("spec.replicas", MINIMAL.count("\n") + 2)
+    assert warning["message"].startswith("set more than once in one mapping")
+    code, _, _ = run(capsys, "--strict", twice)
+    assert code == 1
