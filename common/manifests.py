@@ -82,6 +82,9 @@ _TIMESTAMP_FORMS = re.compile(
 # go-yaml's limit on alias expansion ("document contains excessive aliasing").
 _ALIAS_RATIO_LOW, _ALIAS_RATIO_HIGH = 400_000, 4_000_000
 _TEMPLATE = re.compile(r"\{\{.*\}\}")
+# Nesting refused past this depth: far beyond any Kubernetes object, and well inside
+# Python's recursion limit (go-yaml's own limit is 10,000).
+MAX_DEPTH = 200
 
 
 class ManifestError(ValueError):
@@ -332,6 +335,7 @@ class _Document:
         self.next_event = next_event
         self.anchors: dict[str, tuple[Any, int]] = {}
         self.building: set[str] = set()
+        self.depth = 0
         self.decoded = 1  # go-yaml counts the document node
         self.aliased = 0
         self.positions: Positions = {}
@@ -362,12 +366,16 @@ class _Document:
             if event.tag is not None and event.tag not in _KNOWN_TAGS:
                 raise _custom_tag(event)
             start = self.decoded - 1
+            self.depth += 1
+            if self.depth > MAX_DEPTH:
+                raise _DecodeError(f"nested deeper than {MAX_DEPTH} levels", event.start_mark)
             if event.anchor is not None:
                 self.building.add(event.anchor)
             if kind is events.MappingStartEvent:
                 resolved = "map", self._mapping(path)
             else:
                 resolved = "seq", self._sequence(path)
+            self.depth -= 1
             if event.anchor is not None:
                 self.building.discard(event.anchor)
                 self.anchors[event.anchor] = (resolved, self.decoded - start)

@@ -98,6 +98,7 @@ def test_merge_keys_and_aliases_are_expanded() -> None:
         ("? [1]\n: a\n", "invalid map key"),
         ("v: !!int 1.5\n", "cannot decode !!float `1.5` as a !!int"),
         ("v: *nowhere\n", "unknown anchor"),
+        ("v: " + "[" * 500 + "]" * 500 + "\n", "nested deeper than 200 levels"),
         (
             "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n"
             + "".join(f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]\n" for i in range(1, 6)),
