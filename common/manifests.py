@@ -77,7 +77,8 @@ _BINARY_DIGITS = re.compile(r"[+-]?[01]+")
 _TIMESTAMP_FORMS = re.compile(
     r"(\d{4})-(\d\d?)-(\d\d?)"
     r"(?:(?:[Tt](\d\d?):(\d\d?):(\d\d?)(?:\.\d+)?(?:Z|[+-]\d\d:\d\d))"
-    r"|(?: (\d\d?):(\d\d?):(\d\d?)(?:\.\d+)?))?"
+    r"|(?: (\d\d?):(\d\d?):(\d\d?)(?:\.\d+)?))?",
+    re.ASCII,  # Go's digits are ASCII
 )
 # go-yaml's limit on alias expansion ("document contains excessive aliasing").
 _ALIAS_RATIO_LOW, _ALIAS_RATIO_HIGH = 400_000, 4_000_000
@@ -139,7 +140,8 @@ def split_field_path(field_path: str) -> Path:
         if name is not None:
             parts.append(name)
         else:
-            parts.append(int(bracketed) if bracketed.isdigit() else bracketed)
+            index = bracketed.isascii() and bracketed.isdigit()
+            parts.append(int(bracketed) if index else bracketed)
     return tuple(parts)
 
 
