@@ -19,6 +19,7 @@ from tests.support.controller_harness import (
     get,
     must_get,
     now,
+    patch_status,
     reasons,
     running_controller,
     runtime_manifest,
@@ -41,17 +42,7 @@ def crd(plane: ControlPlane) -> None:
 def patch_deployment_status(
     plane: ControlPlane, name: str, namespace: str, status: dict[str, object]
 ) -> None:
-    plane.kubectl(
-        "patch",
-        "deployment",
-        name,
-        "-n",
-        namespace,
-        "--subresource=status",
-        "--type=merge",
-        "-p",
-        json.dumps({"status": status}),
-    )
+    patch_status(plane.kubectl, "deployment", name, namespace, status)
 
 
 def test_progress_deadline_exceeded_degrades_the_runtime(

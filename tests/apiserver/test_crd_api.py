@@ -10,6 +10,7 @@ from common.defaulting import apply_defaults
 from devcluster import ControlPlane
 from devcluster.hostoperator import install_crds
 from tests.conftest import Kubectl
+from tests.support.controller_harness import patch_status
 
 pytestmark = pytest.mark.api
 
@@ -126,17 +127,7 @@ def test_kubectl_get_shows_the_printer_columns(kubectl: Kubectl, namespace: str)
             ],
         }
     }
-    kubectl(
-        "patch",
-        "truntime",
-        "rt",
-        "-n",
-        namespace,
-        "--subresource=status",
-        "--type=merge",
-        "-p",
-        json.dumps(status),
-    )
+    patch_status(kubectl, "truntime", "rt", namespace, status["status"])
     header, row = kubectl("get", "truntime", "-n", namespace).stdout.splitlines()
     assert header.split() == [
         "NAME",
@@ -199,17 +190,7 @@ def test_an_autoscaled_digest_pinned_runtime_shows_its_replicas_and_image_from_s
             ],
         }
     }
-    kubectl(
-        "patch",
-        "truntime",
-        "scaled",
-        "-n",
-        namespace,
-        "--subresource=status",
-        "--type=merge",
-        "-p",
-        json.dumps(status),
-    )
+    patch_status(kubectl, "truntime", "scaled", namespace, status["status"])
     wide = kubectl("get", "truntime", "scaled", "-n", namespace, "-o", "wide").stdout
     _header, row = wide.splitlines()
     assert "5 of 8 replicas are ready." in row

@@ -16,7 +16,7 @@ from tests.support.chart import find, fullname, render
 from tests.support.controller_harness import (
     IMAGE,
     apply,
-    must_get,
+    fill_pod_quota,
     runtime_manifest,
     wait_condition,
     wait_for,
@@ -68,22 +68,7 @@ def test_dashboard_and_alerts_on_prometheus_scraping_a_running_operator(
             apply(plane, runtime_manifest("upgraded", namespace))
             for name in ("steady", "upgraded"):
                 wait_condition(plane, name, namespace, "Ready", "True", "RuntimeReady", 120)
-            quota = {
-                "apiVersion": "v1",
-                "kind": "ResourceQuota",
-                "metadata": {"name": "two-pods", "namespace": namespace},
-                "spec": {"hard": {"pods": "2"}},
-            }
-            apply(plane, quota)
-            wait_for(
-                lambda: (
-                    (must_get(plane, "resourcequota", "two-pods", namespace).get("status") or {})
-                    .get("used", {})
-                    .get("pods")
-                    == "2"
-                ),
-                "the quota to count the two running pods",
-            )
+            fill_pod_quota(plane, namespace, 2)
             apply(
                 plane,
                 runtime_manifest(
