@@ -27,11 +27,22 @@ from tests.support.promql import reads
 
 pytestmark = [pytest.mark.cluster, pytest.mark.skipif(BINARY is None, reason=MISSING)]
 
-# Series that exist only once something happened that this scenario does not provoke.
-EVENT_ONLY = {
-    # labelled by reason, created on the first refused or dropped connection
+# Series this scenario cannot have: each exists only once something happens.
+ABSENT_HERE = {
+    # labelled by reason: created by the first dropped connection
     "trussium_webhook_connections_dropped_total",
+    # only with a client-side limit (--kube-api-qps above 0; the default is none)
+    "rest_client_rate_limiter_duration_seconds_bucket",
 }
+QUIET = (
+    "TrussiumControllerDown",
+    "TrussiumControllerNoLeader",
+    "TrussiumControllerQueueStuck",
+    "TrussiumWebhookDown",
+    "TrussiumWebhookErrors",
+    "TrussiumWebhookSlow",
+    "TrussiumWebhookCertificateExpiry",
+)
 
 
 def alert_rules(plane: ControlPlane, release: str, namespace: str) -> list[dict[str, Any]]:
@@ -93,16 +104,13 @@ def test_dashboard_and_alerts_on_prometheus_scraping_a_running_operator(
                 "the runtimes that are not Ready in Prometheus",
             )
             assert "steady" not in names(prom.query(alerts["TrussiumRuntimeNotReady"]))
-            for quiet in (
-                "TrussiumControllerDown",
-                "TrussiumControllerNoLeader",
-                "TrussiumControllerQueueStuck",
-                "TrussiumWebhookDown",
-                "TrussiumWebhookErrors",
-                "TrussiumWebhookSlow",
-                "TrussiumWebhookCertificateExpiry",
-            ):
-                assert prom.query(alerts[quiet]) == [], quiet
+            # Silent while all is well. Waited for, not read once: one scrape that a
+            # loaded machine answers late makes `absent()` true for that instant, which
+            # the alerts' `for` (minutes) absorbs.
+            wait_for(
+                lambda: not [alert for alert in QUIET if prom.query(alerts[alert])],
+                "the alerts of a healthy operator to be silent",
+            )
             prom.query(alerts["TrussiumControllerReconcileErrors"])
             rules = prom.api("rules")["groups"][0]["rules"]
             assert {r["name"] for r in rules} == set(alerts)
@@ -114,12 +122,15 @@ def test_dashboard_and_alerts_on_prometheus_scraping_a_running_operator(
                 prom.query(expr)  # fails with Prometheus' own error message
             read = set().union(*(reads(expr).matchers for _, expr in dashboard))
             missing = {name for name in read if not prom.series(name)}
-            assert missing <= EVENT_ONLY, missing
+            assert missing <= ABSENT_HERE, missing
             table = prom.query(
                 "max by (runtime_namespace, runtime_name, desired_image, current_image) "
                 f'(trussium_runtime_info{{runtime_namespace="{namespace}"}})'
             )
-            images = {s["metric"]["runtime_name"]: s["metric"]["current_image"] for s in table}
+            # An empty label value is no label to Prometheus: "waiting" has no current image.
+            images = {
+                s["metric"]["runtime_name"]: s["metric"].get("current_image", "") for s in table
+            }
             assert images == {
                 "steady": f"{IMAGE}:1.0.0",
                 "upgraded": f"{IMAGE}:2.0.0",  # the template's image; its pods are not up
