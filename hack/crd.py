@@ -26,9 +26,10 @@ DOCS_PATH = REPO_ROOT / "docs" / "api-reference.md"
 CATEGORIES = ["trussium"]
 
 # The contract's columns (Ready, Desired, Provider, Model, Version, Age) keep their
-# paths and places (the Go operator's order); the others read the status, so they stay true for an autoscaled runtime
-# (the Ready message counts replicas against the autoscaler's target) and for a
-# digest-pinned image (Version, spec.image.tag, is blank then). ADR 0022.
+# paths and places (the Go operator's order); the others read the status, so they
+# stay true for an autoscaled runtime (the Ready message counts replicas against the
+# autoscaler's target) and a digest-pinned one (Version, spec.image.tag, is blank
+# then). ADR 0022.
 _READY = '.status.conditions[?(@.type=="Ready")]'
 PRINTER_COLUMNS: list[dict[str, Any]] = [
     {"name": "Ready", "type": "integer", "jsonPath": ".status.readyReplicas"},
