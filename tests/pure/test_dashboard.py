@@ -47,6 +47,14 @@ def test_it_shows_every_per_runtime_series_and_the_new_controller_runtime_ones()
     } <= read
 
 
+def test_every_query_reads_only_this_operators_series() -> None:
+    """Every controller-runtime operator exports leader_election_* and rest_client_*:
+    a query reads a series only ours has (a trussium_ metric, our controller's or
+    hooks' label values), joining the shared ones to it on instance."""
+    unscoped = [title for title, expr in queries(load()) if "trussium" not in expr]
+    assert unscoped == []
+
+
 @pytest.mark.parametrize(
     ("expr", "problem"),
     [
