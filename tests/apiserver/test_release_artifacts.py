@@ -79,6 +79,6 @@ def test_every_artifact_carries_the_version_and_the_licence(dist: Path) -> None:
             VERSION,
             VERSION,
         )
-        assert "trussium-operator-python/crds/trussiumruntimes.runtime.trussium.io.yaml" in (
+        assert "trussium-operator-python/files/crds/trussiumruntimes.runtime.trussium.io.yaml" in (
             chart.getnames()
         )
