@@ -220,11 +220,13 @@ def _operator_layers(work: Path) -> list[Layer]:
 
 
 def _operator_names() -> tuple[str, ...]:
-    """The chart's default image: values.yaml's repository, tag defaulting to appVersion."""
+    """The chart's default image: values.yaml's registry and repository, tag defaulting
+    to appVersion (as the chart's image helper composes them)."""
     chart = REPO / "charts" / "trussium-operator"
     image = yaml.safe_load((chart / "values.yaml").read_text())["image"]
     app_version = yaml.safe_load((chart / "Chart.yaml").read_text())["appVersion"]
-    return (f"{image['repository']}:{image['tag'] or app_version}",)
+    repository = "/".join(part for part in (image["registry"], image["repository"]) if part)
+    return (f"{repository}:{image['tag'] or app_version}",)
 
 
 @dataclass(frozen=True)

@@ -310,6 +310,9 @@ def test_an_umbrella_chart_can_depend_on_the_chart(
     objects = [doc for doc in yaml.safe_load_all(out) if doc]
     webhook = find(objects, "Deployment", "platform-trussium-operator-webhook")
     assert webhook["spec"]["replicas"] == 3
+    assert container(webhook)["image"].startswith("registry.example/trussiumhq/"), (
+        "the umbrella's global.imageRegistry is read"
+    )
 
     disabled = plane.helm(
         "template", "platform", str(parent), "--set", f"{chart['name']}.enabled=false"
@@ -336,6 +339,19 @@ def test_an_umbrella_chart_can_depend_on_the_chart(
         (["--set", "prometheusRule.alerts.TrussiumWebhookDwn.for=1m"], "'TrussiumWebhookDwn'"),
         (["--set", "prometheusRule.alerts.TrussiumWebhookErrors.ratio=2"], "maximum"),
         (["--set", "enabled=maybe"], "at '/enabled'"),
+        (
+            ["--set", "controller.serviceAccount.create=false"],
+            "controller.serviceAccount.name is required when controller.serviceAccount.create",
+        ),
+        (["--set", "webhook.podDisruptionBudget.maxUnavailable=-1"], "maxUnavailable"),
+        (["--set", "webhook.podDisruptionBudget.minAvailable=half"], "minAvailable"),
+        (["--set", "controller.strategy.type=BlueGreen"], "/controller/strategy/type"),
+        (["--set", "controller.revisionHistoryLimit=-1"], "revisionHistoryLimit"),
+        (["--set", "controller.livenessProbe.periodSeconds=0"], "periodSeconds"),
+        (["--set-json", 'commonLabels={"team":{"a":1}}'], "/commonLabels/team"),
+        (["--set", "global.imageRegistry=bad registry"], "imageRegistry"),
+        (["--set-json", 'global.imagePullSecrets=["mirror"]'], "imagePullSecrets"),
+        (["--set", "crds.keep=maybe"], "/crds/keep"),
     ],
 )
 def test_schema_refuses_bad_escape_hatch_values(
@@ -372,6 +388,16 @@ def test_every_new_value_has_a_schema_description() -> None:
         "deploymentGuard",
     ]
     hatches["controller"] += ["kubeApiQPS", "kubeApiBurst"]
+    for component in ("controller", "webhook"):
+        hatches[component] += [
+            "strategy",
+            "revisionHistoryLimit",
+            "serviceAccount",
+            "podDisruptionBudget",
+            "livenessProbe",
+            "readinessProbe",
+            "nodeSelector",
+        ]
     missing = [
         f"{component}.{key}"
         for component, keys in hatches.items()
@@ -386,7 +412,22 @@ def test_every_new_value_has_a_schema_description() -> None:
     ]
     hook = schema["definitions"]["hook"]["properties"]
     missing += [f"hook.{key}" for key, spec in hook.items() if not spec.get("description")]
-    missing += [key for key in ("global", "enabled") if not components[key].get("description")]
+    missing += [
+        key
+        for key in ("global", "enabled", "commonLabels", "crds")
+        if not components[key].get("description")
+    ]
+    nested = {
+        "global": ("imageRegistry", "imagePullSecrets"),
+        "crds": ("enabled", "keep"),
+        "image": ("registry",),
+    }
+    missing += [
+        f"{key}.{sub}"
+        for key, subs in nested.items()
+        for sub in subs
+        if not components[key]["properties"][sub].get("description")
+    ]
     assert missing == []
 
 

@@ -418,8 +418,10 @@ def test_install_upgrade_and_uninstall(plane: ControlPlane, namespace: str) -> N
     release = release_name()
     name = fullname(release)
     helm = ("--namespace", namespace, "--wait", "--timeout", "180s")
+    # The CRD belongs to the release of tests/cluster/test_install_docs.py, or to none.
+    no_crd = ("--set", "crds.enabled=false")
     try:
-        installed = plane.helm("install", release, str(CHART), *helm)
+        installed = plane.helm("install", release, str(CHART), *helm, *no_crd)
         assert "rollout status deployment/" in installed.stdout  # NOTES.txt
         for component, replicas in (("controller", 1), ("webhook", 2)):
             plane.kubectl(
@@ -438,7 +440,7 @@ def test_install_upgrade_and_uninstall(plane: ControlPlane, namespace: str) -> N
             release,
             str(CHART),
             *helm,
-            "--reuse-values",
+            "--reset-then-reuse-values",
             "--set",
             "webhook.replicas=3",
             "--set",
@@ -475,5 +477,5 @@ def test_install_upgrade_and_uninstall(plane: ControlPlane, namespace: str) -> N
         f"app.kubernetes.io/instance={release}",
     ).stdout
     assert cluster_left == ""
-    # Helm's crds/ rule: the CRD (and with it every TrussiumRuntime) outlives the release.
+    # Not the release's (crds.enabled=false): the CRD, and every TrussiumRuntime, stay.
     plane.kubectl("get", "crd", "trussiumruntimes.runtime.trussium.io")

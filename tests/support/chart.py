@@ -35,7 +35,7 @@ def fullname(release: str) -> str:
 
 
 def render(plane: ControlPlane, release: str, namespace: str, *args: str) -> list[dict[str, Any]]:
-    """`helm template` output as objects (no CRDs, no empty documents)."""
+    """`helm template` output as objects (no empty documents)."""
     out = plane.helm("template", release, str(CHART), "--namespace", namespace, *args).stdout
     return [doc for doc in yaml.safe_load_all(out) if doc]
 
