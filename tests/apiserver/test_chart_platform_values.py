@@ -9,12 +9,11 @@ import pytest
 import yaml
 
 from devcluster import ControlPlane
-from tests.support.chart import as_list, container, find, fullname, release_name, render
+from tests.support.chart import accepted, container, find, fullname, release_name, render
 
 pytestmark = pytest.mark.api
 
 CRD_NAME = "trussiumruntimes.runtime.trussium.io"
-NOT_IN_CLUSTER = {"cert-manager.io", "monitoring.coreos.com"}
 COMPONENTS = ("controller", "webhook")
 VERSION = (Path(__file__).resolve().parents[2] / "VERSION").read_text().strip()
 
@@ -48,13 +47,6 @@ PLATFORM: dict[str, Any] = {
 }
 
 
-def _accepted(plane: ControlPlane, namespace: str, objects: list[dict[str, Any]]) -> None:
-    in_cluster = [o for o in objects if o["apiVersion"].split("/")[0] not in NOT_IN_CLUSTER]
-    plane.kubectl(
-        "apply", "--dry-run=server", "-n", namespace, "-f", "-", input=as_list(in_cluster)
-    )
-
-
 def _pod(objects: list[dict[str, Any]], name: str) -> dict[str, Any]:
     spec: dict[str, Any] = find(objects, "Deployment", name)["spec"]["template"]["spec"]
     return spec
@@ -66,7 +58,7 @@ def test_defaults_a_platform_team_expects(plane: ControlPlane, namespace: str) -
     release = release_name()
     name = fullname(release)
     objects = render(plane, release, namespace)
-    _accepted(plane, namespace, objects)
+    accepted(plane, namespace, objects)
     for component in COMPONENTS:
         deployment = find(objects, "Deployment", f"{name}-{component}")
         assert deployment["spec"]["strategy"] == {
@@ -92,7 +84,7 @@ def test_defaults_a_platform_team_expects(plane: ControlPlane, namespace: str) -
     assert crd["metadata"]["labels"]["app.kubernetes.io/instance"] == release
 
 
-def test_platform_values_render_where_expected_and_are_accepted(
+def test_platform_values_render_where_expected_and_areaccepted(
     plane: ControlPlane, namespace: str, tmp_path: Path
 ) -> None:
     release = release_name()
@@ -100,7 +92,7 @@ def test_platform_values_render_where_expected_and_are_accepted(
     values = tmp_path / "values.yaml"
     values.write_text(yaml.safe_dump(PLATFORM))
     objects = render(plane, release, namespace, "-f", str(values))
-    _accepted(plane, namespace, objects)
+    accepted(plane, namespace, objects)
 
     for obj in objects:
         labels = obj["metadata"]["labels"]

@@ -15,7 +15,7 @@ from controller.manager import SHUTDOWN_GRACE_SECONDS
 from devcluster import ControlPlane
 from tests.support.chart import (
     CHART,
-    as_list,
+    accepted,
     container,
     find,
     fullname,
@@ -26,7 +26,6 @@ from webhook.cli import build_parser as webhook_parser
 
 pytestmark = pytest.mark.api
 
-NOT_IN_CLUSTER = {"cert-manager.io", "monitoring.coreos.com"}
 OWN_NAMESPACE_KEY = "kubernetes.io/metadata.name"
 
 ESCAPE_HATCHES: dict[str, Any] = {
@@ -110,13 +109,6 @@ def _values_file(tmp_path: Path, values: dict[str, Any]) -> str:
     return str(path)
 
 
-def _accepted(plane: ControlPlane, namespace: str, objects: list[dict[str, Any]]) -> None:
-    in_cluster = [o for o in objects if o["apiVersion"].split("/")[0] not in NOT_IN_CLUSTER]
-    plane.kubectl(
-        "apply", "--dry-run=server", "-n", namespace, "-f", "-", input=as_list(in_cluster)
-    )
-
-
 def _hooks(objects: list[dict[str, Any]], name: str) -> dict[str, dict[str, Any]]:
     return {
         hook["name"]: hook
@@ -125,13 +117,13 @@ def _hooks(objects: list[dict[str, Any]], name: str) -> dict[str, dict[str, Any]
     }
 
 
-def test_escape_hatches_render_where_expected_and_are_accepted(
+def test_escape_hatches_render_where_expected_and_areaccepted(
     plane: ControlPlane, namespace: str, tmp_path: Path
 ) -> None:
     release = release_name()
     name = fullname(release)
     objects = render(plane, release, namespace, "-f", _values_file(tmp_path, ESCAPE_HATCHES))
-    _accepted(plane, namespace, objects)
+    accepted(plane, namespace, objects)
 
     controller = find(objects, "Deployment", f"{name}-controller")["spec"]["template"]["spec"]
     main = container({"spec": {"template": {"spec": controller}}})
@@ -259,7 +251,7 @@ def test_openshift_can_leave_the_uids_to_the_platform(
         "webhook": {"podSecurityContext": unset},
     }
     objects = render(plane, release, namespace, "-f", _values_file(tmp_path, values))
-    _accepted(plane, namespace, objects)
+    accepted(plane, namespace, objects)
     for component in ("controller", "webhook"):
         pod = find(objects, "Deployment", f"{name}-{component}")["spec"]["template"]["spec"]
         assert pod["securityContext"] == {
