@@ -9,6 +9,7 @@ import pytest
 
 from controller.cli import parser as controller_parser
 from devcluster import ControlPlane
+from devcluster.hostoperator import install_crds
 from tests.support.chart import (
     CERT_MODE_VALUES,
     CHART,
@@ -415,10 +416,12 @@ def _get(plane: ControlPlane, *args: str) -> Any:
 
 
 def test_install_upgrade_and_uninstall(plane: ControlPlane, namespace: str) -> None:
+    install_crds(plane)
     release = release_name()
     name = fullname(release)
     helm = ("--namespace", namespace, "--wait", "--timeout", "180s")
-    # The CRD belongs to the release of tests/cluster/test_install_docs.py, or to none.
+    # Applied above, the CRD belongs to no release (tests/cluster/test_install_docs.py
+    # has Helm own it), so it cannot be this one's.
     no_crd = ("--set", "crds.enabled=false")
     try:
         installed = plane.helm("install", release, str(CHART), *helm, *no_crd)
