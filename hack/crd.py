@@ -18,7 +18,8 @@ from common.schema import openapi_schema
 from hack.api_reference import render_reference
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-CRD_PATH = REPO_ROOT / "charts" / "trussium-operator" / "crds" / f"{constants.CRD_NAME}.yaml"
+CHART = REPO_ROOT / "charts" / "trussium-operator"
+CRD_PATH = CHART / "files" / "crds" / f"{constants.CRD_NAME}.yaml"
 DOCS_PATH = REPO_ROOT / "docs" / "api-reference.md"
 
 # Not `all`: `kubectl delete all --all` must not delete runtimes as a side effect,
