@@ -7,6 +7,10 @@ as the API server would store it (`apply_defaults`, shown by `validate
 a missing `metadata.name`, the same runtime defined twice, and documents
 that look like a TrussiumRuntime but would not be one (a misspelled kind
 or API group), which would otherwise be skipped in silence.
+
+`stored` judges objects already stored, as the controller will (the
+migration preflight): a rule a stored runtime may break is a warning that
+says what the operator does about it (`common.ratcheting`).
 """
 
 import difflib
@@ -17,6 +21,8 @@ from typing import Any, Literal
 from common.api import TrussiumRuntime
 from common.constants import API_VERSION, GROUP, KIND
 from common.defaulting import apply_defaults
+from common.k8s_validation import FieldError
+from common.ratcheting import consequence, tolerated
 from common.validation import validate_runtime
 
 Severity = Literal["error", "warning"]
@@ -72,13 +78,28 @@ class OfflineReport:
         )
 
 
+FROZEN = "once stored, the operator does not reconcile this runtime until it is fixed (InvalidSpec)"
+
+
+def _stored(where: tuple[str, str, str], error: FieldError) -> Finding:
+    """A stored runtime's violation: a warning with its consequence when tolerated."""
+    if tolerated(error):
+        message = (
+            f"{error.message} [{error.rule}]; still reconciled, with the ConfigurationWarnings "
+            f"condition: {consequence(error)}"
+        )
+        return Finding(*where, "warning", error.path, message)
+    return Finding(*where, "error", error.path, f"{error.message}; {FROZEN}")
+
+
 def check_documents(
-    documents: Iterable[tuple[str, object]], *, generate_name: bool = True
+    documents: Iterable[tuple[str, object]], *, generate_name: bool = True, stored: bool = False
 ) -> OfflineReport:
     """Check every `(file, document)`; documents of other kinds are skipped.
 
     `generate_name`: accept `metadata.generateName` instead of a name, as
-    `kubectl create` does (rendering needs the name itself).
+    `kubectl create` does (rendering needs the name itself). `stored`: judge
+    the objects as stored runtimes (module docstring).
     """
     report = OfflineReport()
     first_seen: dict[tuple[str, str], str] = {}
@@ -104,7 +125,10 @@ def check_documents(
             continue
         defaulted = apply_defaults(document).object
         result = validate_runtime(defaulted)  # defaults the spec again: a no-op walk
-        findings = [Finding(*where, "error", e.path, e.message) for e in result.errors]
+        findings = [
+            _stored(where, e) if stored else Finding(*where, "error", e.path, e.message)
+            for e in result.errors
+        ]
         findings += [Finding(*where, "warning", w.path, w.message) for w in result.field_warnings]
         named = isinstance(name, str) and name != ""
         if not named:

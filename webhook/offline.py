@@ -80,6 +80,13 @@ def add_validate_command(subparsers: "argparse._SubParsersAction[argparse.Argume
     parser.add_argument(
         "--strict", action="store_true", help="fail on warnings too (near-miss kinds included)"
     )
+    parser.add_argument(
+        "--stored",
+        action="store_true",
+        help="judge the objects as runtimes already stored in a cluster (the migration "
+        "preflight): a rule the operator tolerates on a stored runtime is a warning saying "
+        "what the operator does; only rules that stop it reconciling the runtime fail",
+    )
     parser.add_argument("-o", "--output", choices=OUTPUTS, default="text")
     parser.add_argument(
         "--print-defaulted",
@@ -95,7 +102,7 @@ def run_validate(args: argparse.Namespace) -> int:
     if not paths:
         return fail(PROGRAM, "give at least one PATH (a file, a folder, or - for stdin)")
     inputs = read_manifests(paths, sys.stdin)
-    run = Run(inputs, check_documents(inputs.documents), args.strict)
+    run = Run(inputs, check_documents(inputs.documents, stored=args.stored), args.strict)
     WRITERS[args.output](run, args.print_defaulted, sys.stdout)
     return run.exit_code
 
