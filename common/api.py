@@ -432,7 +432,8 @@ class TrussiumRuntimeStatus(K8sModel):
     endpoint: str = Field("", description="The in-cluster URL of the runtime's Service.")
     conditions: list[Condition] = Field(
         [],
-        description="ConfigurationValid, Progressing, Available, Ready, Degraded, Upgrading.",
+        description="ConfigurationValid, Progressing, Available, Ready, Degraded, Upgrading; "
+        "ConfigurationWarnings while a stored spec breaks rules it may break.",
         json_schema_extra={
             "x-kubernetes-list-type": "map",
             "x-kubernetes-list-map-keys": ["type"],
