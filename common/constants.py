@@ -52,6 +52,8 @@ class ConditionType(StrEnum):
     READY = "Ready"
     DEGRADED = "Degraded"
     UPGRADING = "Upgrading"
+    # Present only while a reconciled runtime breaks rules it may break (contract section 12).
+    CONFIGURATION_WARNINGS = "ConfigurationWarnings"
 
 
 class Reason(StrEnum):
@@ -79,6 +81,7 @@ class Reason(StrEnum):
     UPGRADE_IN_PROGRESS = "UpgradeInProgress"
     UPGRADE_COMPLETE = "UpgradeComplete"
     UPGRADE_FAILED = "UpgradeFailed"
+    ACCEPTED_WITH_WARNINGS = "AcceptedWithWarnings"
 
 
 class EventReason(StrEnum):
@@ -94,6 +97,7 @@ class EventReason(StrEnum):
     RUNTIME_UPGRADE_COMPLETED = "RuntimeUpgradeCompleted"
     RUNTIME_UPGRADE_FAILED = "RuntimeUpgradeFailed"
     RECONCILIATION_FAILED = "ReconciliationFailed"
+    ACCEPTED_WITH_WARNINGS = "AcceptedWithWarnings"
 
 
 class EventAction(StrEnum):

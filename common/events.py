@@ -86,6 +86,16 @@ def decide_events(
                 valid[1].message,
             )
         )
+    warned = _change(old_status, new_status, ConditionType.CONFIGURATION_WARNINGS)
+    if warned:
+        decisions.append(
+            EventDecision(
+                "Warning",
+                EventReason.ACCEPTED_WITH_WARNINGS,
+                EventAction.VALIDATE_CONFIGURATION,
+                warned[1].message,
+            )
+        )
     degraded = _change(old_status, new_status, ConditionType.DEGRADED)
     if degraded and degraded[1].status == "True":
         decisions.append(

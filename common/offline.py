@@ -7,6 +7,10 @@ as the API server would store it (`apply_defaults`, shown by `validate
 a missing `metadata.name`, the same runtime defined twice, and documents
 that look like a TrussiumRuntime but would not be one (a misspelled kind
 or API group), which would otherwise be skipped in silence.
+
+`stored` judges objects already stored, as the controller will (the
+migration preflight): a rule a stored runtime may break is a warning that
+says what the operator does about it (`common.ratcheting`).
 """
 
 import difflib
@@ -18,7 +22,9 @@ from typing import Any, Literal
 from common.api import TrussiumRuntime
 from common.constants import API_VERSION, GROUP, KIND
 from common.defaulting import apply_defaults
+from common.k8s_validation import FieldError
 from common.manifests import Manifest, field_path
+from common.ratcheting import consequence, tolerated
 from common.validation import validate_runtime
 
 Severity = Literal["error", "warning"]
@@ -27,6 +33,7 @@ DUPLICATE_KEY = (
     "set more than once in one mapping (a `<<` merge included): kubectl applies the last "
     "value; kube-apiserver refuses the file when it reads the YAML with strict field validation"
 )
+FROZEN = "once stored, the operator does not reconcile this runtime until it is fixed (InvalidSpec)"
 # difflib's similarity ratio above which a kind or group counts as a misspelling of ours.
 NEAR_MISS_RATIO = 0.8
 
@@ -100,22 +107,42 @@ def check_documents(
     *,
     generate_name: bool = True,
     manifests: Iterable[Manifest | None] | None = None,
+    stored: bool = False,
 ) -> OfflineReport:
     """Check every `(file, document)`; documents of other kinds are skipped.
 
     `generate_name`: accept `metadata.generateName` instead of a name, as
     `kubectl create` does (rendering needs the name itself). `manifests`,
-    in the same order, gives the findings their positions.
+    in the same order, gives the findings their positions. `stored`: judge
+    the objects as stored runtimes (module docstring).
     """
     located = manifests if manifests is not None else repeat(None)
     return combine(
-        check_document(file, document, manifest, generate_name=generate_name)
+        check_document(file, document, manifest, generate_name=generate_name, stored=stored)
         for (file, document), manifest in zip(documents, located, strict=False)
     )
 
 
+def _judged(error: FieldError, stored: bool) -> tuple[Severity, str]:
+    """An error's severity and message; for a stored runtime, a tolerated one is a
+    warning with what the operator does about it."""
+    if not stored:
+        return "error", error.message
+    if tolerated(error):
+        return "warning", (
+            f"{error.message} [{error.rule}]; still reconciled, with the ConfigurationWarnings "
+            f"condition: {consequence(error)}"
+        )
+    return "error", f"{error.message}; {FROZEN}"
+
+
 def check_document(
-    file: str, document: object, manifest: Manifest | None = None, *, generate_name: bool = True
+    file: str,
+    document: object,
+    manifest: Manifest | None = None,
+    *,
+    generate_name: bool = True,
+    stored: bool = False,
 ) -> DocumentCheck:
     """The checks of one document; those across documents are `combine`'s."""
     check = DocumentCheck()
@@ -145,7 +172,11 @@ def check_document(
         return check
     defaulted = apply_defaults(document).object
     result = validate_runtime(defaulted)  # defaults the spec again: a no-op walk
-    findings = [finding("error", e.path, e.message) for e in result.errors]
+    findings = [
+        finding(severity, e.path, message)
+        for e in result.errors
+        for severity, message in [_judged(e, stored)]
+    ]
     findings += [finding("warning", w.path, w.message) for w in result.field_warnings]
     for path, (line, column) in manifest.duplicates if manifest else ():
         findings.append(Finding(*where, "warning", field_path(path), DUPLICATE_KEY, line, column))

@@ -9,6 +9,8 @@ Two layers, reported together, on top of the one parse (`common.parsing`):
   Kubernetes in `common.k8s_validation`.
 Soft problems become warnings; on UPDATE, a violation the old object already
 had becomes a warning too (`ratchet`), so unrelated edits are never blocked.
+Each rule a stored runtime may break and still be reconciled carries its
+name (`FieldError.rule`, `common.ratcheting`).
 """
 
 from collections.abc import Iterator, Mapping
@@ -22,6 +24,7 @@ from common.images import render_image
 from common.json_limits import shown
 from common.k8s_validation import FieldError
 from common.parsing import ParsedRuntime, parse_runtime
+from common.ratcheting import TolerableRule, tolerated
 from common.references import referenced_secret_paths
 
 __all__ = [
@@ -67,6 +70,61 @@ MUTABLE_TAG = "latest"
 APPARMOR_PREFIX = "container.apparmor.security.beta.kubernetes.io/"
 SECCOMP_POD = "seccomp.security.alpha.kubernetes.io/pod"
 SECCOMP_CONTAINER_PREFIX = "container.seccomp.security.alpha.kubernetes.io/"
+SECCOMP_RUNTIME_DEFAULT = ("runtime/default", "docker/default")
+UNCONFINED = "unconfined"
+LOCALHOST_PROFILE_PREFIX = "localhost/"
+SECURITY_PROFILE_MESSAGE = (
+    "unsupported Pod customization: the operator enforces the runtime's security profile "
+    "(RuntimeDefault seccomp), which AppArmor and seccomp annotations would override; remove it"
+)
+
+
+def _seccomp_profile_problem(profile: str) -> str | None:
+    """Why the API server refuses `profile` in a seccomp annotation (ValidateSeccompProfile)."""
+    if profile in (*SECCOMP_RUNTIME_DEFAULT, UNCONFINED):
+        return None
+    if profile.startswith(LOCALHOST_PROFILE_PREFIX):
+        path = profile.removeprefix(LOCALHOST_PROFILE_PREFIX)
+        if path.startswith("/") or ".." in path.split("/"):
+            return "a localhost/ seccomp profile must be a relative path without '..'"
+        return None
+    return "not a seccomp profile: runtime/default, unconfined or localhost/<path>"
+
+
+def _refused_security_annotation(key: str, value: str) -> str | None:
+    """Why the API server refuses this AppArmor or seccomp annotation in the operator's
+    Pod template (Kubernetes' ValidatePodTemplateSpec), or None when it accepts it."""
+    if key == SECCOMP_POD:
+        if value not in SECCOMP_RUNTIME_DEFAULT:
+            return "it must match the Pod's seccomp profile, RuntimeDefault (runtime/default)"
+        return None
+    if key.startswith(SECCOMP_CONTAINER_PREFIX):
+        return _seccomp_profile_problem(value)
+    container = key.removeprefix(APPARMOR_PREFIX)
+    if container != constants.CONTAINER_NAME:
+        return f"the Pod has no container {shown(container)}, only {constants.CONTAINER_NAME!r}"
+    if value in ("", SECCOMP_RUNTIME_DEFAULT[0], UNCONFINED) or value.startswith(
+        LOCALHOST_PROFILE_PREFIX
+    ):
+        return None
+    return "not an AppArmor profile: runtime/default, unconfined or localhost/<name>"
+
+
+def _security_annotation_error(at: str, key: str, value: object) -> FieldError:
+    """Tolerated on a stored runtime only where the API server accepts the annotation."""
+    refused = _refused_security_annotation(key, value) if isinstance(value, str) else None
+    if refused is None:
+        return FieldError(
+            at,
+            SECURITY_PROFILE_MESSAGE,
+            "FieldValueForbidden",
+            TolerableRule.SECURITY_PROFILE_ANNOTATION,
+        )
+    return FieldError(
+        at,
+        f"{SECURITY_PROFILE_MESSAGE}; the API server refuses it in the Pod template too: {refused}",
+        "FieldValueForbidden",
+    )
 
 
 def _pod_metadata_errors(pod_metadata: Mapping[str, Any]) -> Iterator[FieldError]:
@@ -78,10 +136,11 @@ def _pod_metadata_errors(pod_metadata: Mapping[str, Any]) -> Iterator[FieldError
                 f"{path}.labels[{key}]",
                 f"label {key} is set by the operator and cannot be overridden; remove it",
                 "FieldValueForbidden",
+                TolerableRule.RESERVED_POD_LABEL,
             )
     yield from k8s_validation.validate_labels(labels, f"{path}.labels")
     annotations = k8s_validation.as_dict(pod_metadata.get("annotations"))
-    for key in annotations:
+    for key, value in annotations.items():
         at = f"{path}.annotations[{key}]"
         if str(key).startswith(constants.ANNOTATION_PREFIX):
             yield FieldError(
@@ -89,15 +148,10 @@ def _pod_metadata_errors(pod_metadata: Mapping[str, Any]) -> Iterator[FieldError
                 f"annotations with the {constants.ANNOTATION_PREFIX} prefix are reserved for the "
                 "operator; remove it",
                 "FieldValueForbidden",
+                TolerableRule.RESERVED_POD_ANNOTATION,
             )
         elif str(key).startswith((APPARMOR_PREFIX, SECCOMP_CONTAINER_PREFIX)) or key == SECCOMP_POD:
-            yield FieldError(
-                at,
-                "unsupported Pod customization: the operator enforces the runtime's security "
-                "profile (RuntimeDefault seccomp), which AppArmor and seccomp annotations would "
-                "override; remove it",
-                "FieldValueForbidden",
-            )
+            yield _security_annotation_error(at, str(key), value)
     yield from k8s_validation.validate_annotations(annotations, f"{path}.annotations")
 
 
@@ -115,6 +169,7 @@ def _base_url_errors(base_url: object) -> Iterator[FieldError]:
             "must not contain user credentials; put the API key in a Secret and reference it "
             "with spec.provider.credentialsSecretRef",
             "FieldValueForbidden",
+            TolerableRule.BASE_URL_CREDENTIALS,
         )
 
 
@@ -153,6 +208,7 @@ def _semantic_errors(
             "autoscaling needs spec.resources.requests.cpu: CPU utilization is measured "
             "against the CPU request",
             "FieldValueRequired",
+            TolerableRule.AUTOSCALING_WITHOUT_CPU_REQUEST,
         )
     if model is not None:
         problem = k8s_validation.image_reference_problem(render_image(model.image))
@@ -160,6 +216,7 @@ def _semantic_errors(
             yield FieldError(
                 "spec.image.repository",
                 f"{render_image(model.image)!r} is not a valid image reference: {problem}",
+                rule=TolerableRule.IMAGE_REFERENCE,
             )
 
 
@@ -235,9 +292,14 @@ def with_missing_secrets(result: ValidationResult, existing: frozenset[str]) -> 
     return replace(result, field_warnings=result.field_warnings + missing) if missing else result
 
 
+_KEPT = "already present before this update, so not blocking it"
+_KEPT_FROZEN = f"{_KEPT}; the operator does not reconcile this runtime until it is fixed"
+
+
 def ratchet(result: ValidationResult, old: object) -> ValidationResult:
     """On UPDATE: an error `old` already had, with the same path and message, is
-    demoted to a warning. `old` is parsed only when there is an error to demote."""
+    demoted to a warning, which says whether the operator reconciles the runtime
+    with it (`common.ratcheting`). `old` is parsed only when there is an error to demote."""
     if not result.errors or result.parsed is None or result.parsed.spec is None:
         return result
     old_parsed = parse_runtime(old)
@@ -245,7 +307,7 @@ def ratchet(result: ValidationResult, old: object) -> ValidationResult:
         return result
     preexisting = {(e.path, e.message) for e in _errors(old_parsed)}
     demoted = tuple(
-        FieldError(e.path, f"{e.message} (already present before this update, so not blocking it)")
+        FieldError(e.path, f"{e.message} ({_KEPT if tolerated(e) else _KEPT_FROZEN})")
         for e in result.errors
         if (e.path, e.message) in preexisting
     )

@@ -10,7 +10,7 @@ from typing import Any, Protocol
 import pydantic
 
 from common import constants as c
-from common.api import TrussiumRuntimeSpec
+from common.api import STORED_RUNTIME, TrussiumRuntimeSpec
 from common.references import referenced_secret_names
 from controller.cache import Change, Obj
 from controller.names import NamespacedName
@@ -112,7 +112,7 @@ class SecretReferences:
 
 def _secret_names(runtime: Obj) -> list[str]:
     try:
-        spec = TrussiumRuntimeSpec.model_validate(runtime.get("spec") or {})
+        spec = TrussiumRuntimeSpec.model_validate(runtime.get("spec") or {}, context=STORED_RUNTIME)
     except pydantic.ValidationError:
         return []
     return referenced_secret_names(spec)

@@ -16,6 +16,7 @@ from common.api import TrussiumRuntime
 from common.conditions import conditions_of, find_condition
 from common.events import decide_events
 from common.images import render_image
+from common.k8s_validation import FieldError
 from common.managed_fields import GO_OPERATOR_MANAGER
 from common.references import referenced_secret_names
 from common.render import ObjectRef, disabled_optional_objects, render_managed_objects
@@ -59,7 +60,7 @@ class Reconciler:
             return
         if obj["metadata"].get("deletionTimestamp"):
             return
-        runtime, errors = self.valid.parse(key, obj)
+        runtime, errors, warnings = self.valid.parse(key, obj)
         if runtime is None:
             # Admitted by an older or looser CRD, or while the webhook was bypassed: report
             # it and leave the managed objects exactly as they are until the spec is fixed.
@@ -80,21 +81,23 @@ class Reconciler:
             log.debug("waiting for a Secret lookup", extra={"fields": key.fields()})
             return
         if outcome.missing_secrets or outcome.reference_check_error:
-            await self._report(obj, runtime, outcome, *self._observed(key))
+            await self._report(obj, runtime, outcome, *self._observed(key), warnings)
             if outcome.reference_check_error:
                 raise ReconcileError(outcome.reference_check_error)
             return
-        obj = await self._announce_upgrade(obj, runtime)
+        obj = await self._announce_upgrade(obj, runtime, warnings)
         try:
             deployment, service = await self._converge(runtime)
         except Exception as error:
             if classify(error) is Failure.REPORTED:
                 failure = Outcome(reconcile_error=failure_message(error))
-                await self._report(obj, runtime, failure, *self._observed(key))
+                await self._report(obj, runtime, failure, *self._observed(key), warnings)
             raise
-        await self._report(obj, runtime, Outcome(), deployment, service)
+        await self._report(obj, runtime, Outcome(), deployment, service, warnings)
 
-    async def _announce_upgrade(self, obj: Obj, runtime: TrussiumRuntime) -> Obj:
+    async def _announce_upgrade(
+        self, obj: Obj, runtime: TrussiumRuntime, warnings: tuple[FieldError, ...]
+    ) -> Obj:
         """Report an upgrade (status and RuntimeUpgradeStarted) before the new image is
         applied. Reported only after the apply, a controller killed in between could
         find the rollout finished on restart and never announce its start.
@@ -108,7 +111,7 @@ class Reconciler:
         last = status.get("lastSuccessfulImage")
         if deployment is None or not last or desired in (last, status.get("desiredImage")):
             return obj
-        await self._report(obj, runtime, Outcome(), deployment, service)
+        await self._report(obj, runtime, Outcome(), deployment, service, warnings)
         return self.caches.runtimes.store.get(*key) or obj
 
     def _observed(self, key: NamespacedName) -> tuple[Obj | None, Obj | None]:
@@ -187,13 +190,19 @@ class Reconciler:
         outcome: Outcome,
         deployment: Obj | None,
         service: Obj | None,
+        warnings: tuple[FieldError, ...],
     ) -> None:
         """Post the Events the status transitions call for, then write the status if it
         changed. In this order, with idempotent event names, a crash in between
         neither loses nor duplicates an event (see controller/recorder.py)."""
         now = datetime.now(UTC)
         new = compute_status(
-            runtime, deployment=deployment, service=service, outcome=outcome, now=_stamp(now)
+            runtime,
+            deployment=deployment,
+            service=service,
+            outcome=outcome,
+            now=_stamp(now),
+            warnings=warnings,
         )
         await self._publish(
             obj, new, now, failure=outcome.reference_check_error or outcome.reconcile_error

@@ -93,6 +93,13 @@ def add_validate_command(subparsers: "argparse._SubParsersAction[argparse.Argume
         "--strict", action="store_true", help="fail on warnings too (near-miss kinds included)"
     )
     parser.add_argument(
+        "--stored",
+        action="store_true",
+        help="judge the objects as runtimes already stored in a cluster (the migration "
+        "preflight): a rule the operator tolerates on a stored runtime is a warning saying "
+        "what the operator does; only rules that stop it reconciling the runtime fail",
+    )
+    parser.add_argument(
         "--ignore-filename-pattern",
         action="append",
         default=[],
@@ -138,7 +145,9 @@ def run_validate(args: argparse.Namespace) -> int:
         return fail(PROGRAM, "--jobs must be at least 1")
     files, missing = find_inputs(paths, args.ignore_filename_pattern)
     inputs, checks = Inputs(files=len(missing), problems=missing), []
-    for chunk_inputs, chunk_checks in _check_files(files, args.jobs, args.print_defaulted):
+    for chunk_inputs, chunk_checks in _check_files(
+        files, args.jobs, args.print_defaulted, args.stored
+    ):
         inputs.extend(chunk_inputs)
         checks += chunk_checks
     run = Run(inputs, combine(checks), args.strict, args.fail_on_skipped)
@@ -149,21 +158,23 @@ def run_validate(args: argparse.Namespace) -> int:
 Checked = tuple[Inputs, list[DocumentCheck]]
 
 
-def _check_files(files: list[Input], jobs: int, keep_defaulted: bool) -> list[Checked]:
+def _check_files(
+    files: list[Input], jobs: int, keep_defaulted: bool, stored: bool
+) -> list[Checked]:
     """Read and check `files`, in order, in up to `jobs` forked processes."""
     processes = min(jobs, len(files) // FILES_PER_PROCESS)
     on_disk = all(path is not None for _, path in files)
     if processes < 2 or not on_disk or "fork" not in multiprocessing.get_all_start_methods():
-        return [_check_chunk(files, keep_defaulted)]
+        return [_check_chunk(files, keep_defaulted, stored)]
     size = -(-len(files) // processes)
-    chunks = [(files[i : i + size], keep_defaulted) for i in range(0, len(files), size)]
+    chunks = [(files[i : i + size], keep_defaulted, stored) for i in range(0, len(files), size)]
     with multiprocessing.get_context("fork").Pool(processes) as pool:
         return pool.starmap(_check_chunk, chunks)
 
 
-def _check_chunk(files: list[Input], keep_defaulted: bool) -> Checked:
+def _check_chunk(files: list[Input], keep_defaulted: bool, stored: bool) -> Checked:
     inputs = read_inputs(files, sys.stdin)
-    checks = [check_document(file, m.object, m) for file, m in inputs.manifests]
+    checks = [check_document(file, m.object, m, stored=stored) for file, m in inputs.manifests]
     inputs.manifests = []  # checked: the report needs only the checks
     if not keep_defaulted:  # nor, then, the objects
         for check in checks:

@@ -15,10 +15,12 @@ MINIMAL = Path(__file__).parents[1] / "samples" / "valid" / "minimal.yaml"
 KEY = NamespacedName("team-a", "minimal")
 
 
-def runtime(version: str, replicas: Any = 1) -> dict[str, Any]:
+def runtime(version: str, replicas: Any = 1, base_url: str | None = None) -> dict[str, Any]:
     obj: dict[str, Any] = yaml.safe_load(MINIMAL.read_text())
     obj["metadata"] |= {"namespace": "team-a", "resourceVersion": version}
     obj["spec"]["replicas"] = replicas
+    if base_url is not None:
+        obj["spec"]["provider"]["baseURL"] = base_url
     return obj
 
 
@@ -46,12 +48,27 @@ def test_a_valid_version_is_validated_once(validations: list[str]) -> None:
 
 def test_a_new_version_is_validated_and_its_errors_reported(validations: list[str]) -> None:
     valid = ValidVersions()
-    assert valid.parse(KEY, runtime("5"))[1] == ()
-    parsed, errors = valid.parse(KEY, runtime("6", replicas=-1))
+    assert valid.parse(KEY, runtime("5"))[1:] == ((), ())
+    parsed, errors, warnings = valid.parse(KEY, runtime("6", replicas=-1))
     assert parsed is None
     assert [e.path for e in errors] == ["spec.replicas"]
-    assert valid.parse(KEY, runtime("6", replicas=-1)) == (None, errors), "never remembered"
+    assert warnings == ()
+    assert valid.parse(KEY, runtime("6", replicas=-1)) == (None, errors, ()), "never remembered"
     assert validations == ["5", "6", "6"]
+
+
+def test_a_version_breaking_only_tolerated_rules_is_reconciled_with_its_warnings(
+    validations: list[str],
+) -> None:
+    valid = ValidVersions()
+    first = valid.parse(KEY, runtime("7", base_url="localhost:11434"))
+    second = valid.parse(KEY, runtime("7", base_url="localhost:11434"))
+    assert first[0] is not None
+    assert first[0].spec.provider.base_url == "localhost:11434"
+    assert first[1] == ()
+    assert [(w.path, w.rule) for w in first[2]] == [("spec.provider.baseURL", "BaseURLNotHTTP")]
+    assert second[2] == first[2], "the warnings are kept with the version"
+    assert validations == ["7"]
 
 
 def test_a_forgotten_runtime_is_validated_again(validations: list[str]) -> None:

@@ -11,8 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from common.api import TrussiumRuntime
-from common.defaulting import apply_defaults
+from common.parsing import parse_runtime
 from common.render import render_managed_objects
 from devcluster import ControlPlane
 from devcluster.hostoperator import install_crds
@@ -63,8 +62,11 @@ def install_our_crd(plane: ControlPlane) -> None:
 
 
 def render(runtime: Obj) -> list[Obj]:
-    """The objects both operators render for `runtime` (as stored, with its uid)."""
-    return render_managed_objects(TrussiumRuntime.model_validate(apply_defaults(runtime).object))
+    """The objects both operators render for `runtime` (as stored, with its uid), also
+    for a spec that breaks rules a stored runtime may break (`common.ratcheting`)."""
+    model = parse_runtime(runtime).runtime
+    assert model is not None, parse_runtime(runtime).errors
+    return render_managed_objects(model)
 
 
 def rendered(plane: ControlPlane, name: str, namespace: str) -> list[Obj]:

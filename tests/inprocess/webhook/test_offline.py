@@ -459,3 +459,38 @@ def test_a_key_set_twice_is_a_warning_at_its_place(
     assert warning["message"].startswith("set more than once in one mapping")
     code, _, _ = run(capsys, "--strict", twice)
     assert code == 1
+
+
+def test_stored_judges_live_objects_as_the_controller_will(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The migration preflight: a tolerated rule is a warning saying what the operator
+    does; a rule that freezes the runtime fails, saying so."""
+    sample = yaml.safe_load(MINIMAL)
+    sample["metadata"]["name"] = "go-sample"
+    sample["spec"]["autoscaling"] = {"enabled": True}
+    frozen = yaml.safe_load(MINIMAL)
+    frozen["metadata"]["name"] = "frozen"
+    frozen["spec"]["scheduling"] = {"tolerations": [{"key": "gpu", "operator": "Exist"}]}
+    tolerated_only = write(tmp_path, "sample.yaml", yaml.safe_dump(sample))
+    code, out, _ = run(capsys, "--stored", "-f", tolerated_only)
+    assert code == 0, out
+    assert (
+        f"{tolerated_only}: default/go-sample: warning: spec.autoscaling.enabled: autoscaling "
+        "needs spec.resources.requests.cpu" in out
+    )
+    assert "[AutoscalingWithoutCPURequest]; still reconciled, with the ConfigurationWarnings" in out
+    assert "it cannot measure CPU utilization, so it does not scale" in out
+    assert run(capsys, "-f", tolerated_only)[0] == 1, "without --stored, every rule holds"
+
+    both = write(tmp_path, "both.yaml", yaml.safe_dump_all([sample, frozen]))
+    code, out, _ = run(capsys, "--stored", "-f", both)
+    assert code == 1
+    assert (
+        "default/frozen: spec.scheduling.tolerations[0].operator: unsupported operator 'Exist'"
+        in out
+    )
+    assert "does not reconcile this runtime until it is fixed (InvalidSpec)" in out
+    assert out.splitlines()[-1] == (
+        "2 TrussiumRuntime(s) in 1 file(s): 1 valid, 1 invalid; 1 error(s), 1 warning(s) (failed)"
+    )
