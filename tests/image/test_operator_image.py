@@ -102,7 +102,11 @@ def test_project_bytecode_is_compiled_at_build_time(tarball: Path) -> None:
     """The root filesystem is read-only at run time: no .pyc could be written then."""
     members = layer_members(tarball)
     tag = f"cpython-{PYTHON.replace('.', '')}"
-    sources = [p for p in members if p.startswith(f"{SITE}/trussium_operator/webhook/") and p.endswith(".py")]
+    sources = [
+        p
+        for p in members
+        if p.startswith(f"{SITE}/trussium_operator/webhook/") and p.endswith(".py")
+    ]
     assert sources
     for source in sources:
         directory, _, name = source.rpartition("/")
