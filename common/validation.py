@@ -294,25 +294,37 @@ def with_missing_secrets(result: ValidationResult, existing: frozenset[str]) -> 
 
 _KEPT = "already present before this update, so not blocking it"
 _KEPT_FROZEN = f"{_KEPT}; the operator does not reconcile this runtime until it is fixed"
+_FROZEN_SPEC_CHANGE = (
+    "already present before this update, and the operator does not reconcile this runtime "
+    "until it is fixed: a change to its spec must fix this too"
+)
 
 
 def ratchet(result: ValidationResult, old: object) -> ValidationResult:
     """On UPDATE: an error `old` already had, with the same path and message, is
     demoted to a warning, which says whether the operator reconciles the runtime
-    with it (`common.ratcheting`). `old` is parsed only when there is an error to demote."""
+    with it (`common.ratcheting`). An error that freezes the runtime is demoted only
+    while the spec is unchanged: a spec change the operator would then ignore is
+    refused, so whatever is admitted is acted on. `old` is parsed only when there is
+    an error to demote."""
     if not result.errors or result.parsed is None or result.parsed.spec is None:
         return result
     old_parsed = parse_runtime(old)
     if old_parsed.spec is None:
         return result
     preexisting = {(e.path, e.message) for e in _errors(old_parsed)}
-    demoted = tuple(
-        FieldError(e.path, f"{e.message} ({_KEPT if tolerated(e) else _KEPT_FROZEN})")
-        for e in result.errors
-        if (e.path, e.message) in preexisting
-    )
+    spec_changed = result.parsed.spec != old_parsed.spec
+    kept: list[FieldError] = []
+    refused: list[FieldError] = []
+    for e in result.errors:
+        if (e.path, e.message) not in preexisting:
+            refused.append(e)
+        elif tolerated(e):
+            kept.append(FieldError(e.path, f"{e.message} ({_KEPT})"))
+        elif spec_changed:
+            refused.append(FieldError(e.path, f"{e.message} ({_FROZEN_SPEC_CHANGE})"))
+        else:
+            kept.append(FieldError(e.path, f"{e.message} ({_KEPT_FROZEN})"))
     return replace(
-        result,
-        errors=tuple(e for e in result.errors if (e.path, e.message) not in preexisting),
-        field_warnings=result.field_warnings + demoted,
+        result, errors=tuple(refused), field_warnings=result.field_warnings + tuple(kept)
     )

@@ -391,6 +391,43 @@ def test_update_of_an_old_violation_is_allowed_with_a_warning(
     assert "spec.podMetadata.annotations[runtime.trussium.io/x]" in refused.stderr
 
 
+def test_a_spec_change_to_a_frozen_runtime_must_fix_what_freezes_it(
+    kubectl: Kubectl, namespace: str, webhook: RunningWebhook
+) -> None:
+    """The operator does not act on a frozen runtime, so the webhook admits no spec change
+    it would ignore; an edit the operator has nothing to act on (a label) passes with a warning."""
+    frozen = {"scheduling": {"tolerations": [{"key": "gpu", "operator": "Exist"}]}}
+    kubectl("apply", "-n", namespace, "-f", "-", input=_runtime("frozen", **frozen))
+    _select(kubectl, namespace, webhook)
+    teams = iter(range(1000))
+
+    def relabel_warns() -> bool:
+        edited = kubectl(
+            "label", PLURAL, "frozen", "-n", namespace, f"team=t{next(teams)}", "--overwrite"
+        )
+        return "does not reconcile this runtime until it is fixed" in edited.stderr
+
+    wait_for(relabel_warns, "the frozen runtime's warning", EVENTUALLY_SECONDS)
+    bump = json.dumps({"spec": {"replicas": 2}})
+    refused = kubectl(
+        "patch", PLURAL, "frozen", "-n", namespace, "--type=merge", "-p", bump, check=False
+    )
+    assert refused.returncode != 0
+    assert "spec.scheduling.tolerations[0].operator" in refused.stderr
+    assert "a change to its spec must fix this too" in refused.stderr
+    fixed = json.dumps(
+        {
+            "spec": {
+                "replicas": 2,
+                "scheduling": {"tolerations": [{"key": "gpu", "operator": "Exists"}]},
+            }
+        }
+    )
+    kubectl("patch", PLURAL, "frozen", "-n", namespace, "--type=merge", "-p", fixed)
+    stored = json.loads(kubectl("get", PLURAL, "frozen", "-n", namespace, "-o", "json").stdout)
+    assert stored["spec"]["replicas"] == 2
+
+
 @pytest.mark.parametrize(
     ("name", "reason"),
     [

@@ -109,11 +109,31 @@ def update_of(obj: dict[str, Any]) -> tuple[str, ...]:
     return result.warnings
 
 
-def test_an_update_keeps_an_old_violation_and_says_if_the_operator_acts_on_it() -> None:
+def test_an_update_keeps_an_old_tolerated_violation_and_says_the_operator_acts_on_it() -> None:
     (kept,) = update_of(TOLERATED[TolerableRule.AUTOSCALING_WITHOUT_CPU_REQUEST])
     assert kept.endswith("(already present before this update, so not blocking it)")
-    (frozen,) = update_of(FROZEN["toleration operator"][0])
-    assert frozen.endswith("the operator does not reconcile this runtime until it is fixed)")
+
+
+def test_a_spec_change_to_a_frozen_runtime_must_fix_what_freezes_it() -> None:
+    """The operator would ignore the change, so the webhook refuses it and says why."""
+    frozen = FROZEN["toleration operator"][0]
+    bump = copy.deepcopy(frozen)
+    bump["spec"]["image"]["tag"] = "9.9.9"
+    result = validate_runtime(bump, frozen)
+    assert not result.allowed
+    (error,) = result.errors
+    assert error.path.startswith("spec.scheduling.tolerations")
+    assert error.message.endswith("a change to its spec must fix this too)")
+
+
+def test_a_metadata_edit_of_a_frozen_runtime_is_admitted_with_a_warning() -> None:
+    frozen = FROZEN["toleration operator"][0]
+    relabeled = copy.deepcopy(frozen)
+    relabeled["metadata"].setdefault("labels", {})["team"] = "a"
+    result = validate_runtime(relabeled, frozen)
+    assert result.allowed, result.errors
+    (warning,) = result.warnings
+    assert warning.endswith("the operator does not reconcile this runtime until it is fixed)")
 
 
 # --- what a reconciled runtime reports

@@ -704,7 +704,9 @@ def test_unchanged_old_violation_becomes_a_warning_on_update() -> None:
 def test_new_or_changed_violations_still_fail_on_update() -> None:
     old = with_spec(podMetadata={"labels": {"bad key": "v"}})
     new = with_spec(podMetadata={"labels": {"bad key": "v", "other bad": "v"}}, replicas=-1)
+    # The old violation freezes the runtime, so a spec change must fix it too.
     assert set(errors_of(new, old=old)) == {
+        "spec.podMetadata.labels[bad key]",
         "spec.podMetadata.labels[other bad]",
         "spec.replicas",
     }
