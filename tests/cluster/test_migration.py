@@ -1,4 +1,5 @@
-"""Switching from the Go operator: field takeover, invalid stored runtimes, Lease exclusion.
+"""Switching from the Go operator: field takeover, one rollout for the scratch space,
+invalid stored runtimes, Lease exclusion.
 
 Each test starts from what the Go operator leaves behind (see go_operator.py)
 and observes our controller only through the API server and its audit log.
@@ -43,6 +44,8 @@ from tests.support.go_operator import (
     managers,
     render,
     rendered,
+    watching,
+    without_scratch,
 )
 
 ALWAYS_KEYS = {
@@ -91,13 +94,22 @@ def when(
     return obj if holds(obj) else None
 
 
+def rolled_out(deployment: Obj) -> bool:
+    """The current generation observed and every replica updated and available."""
+    status, wanted = deployment.get("status") or {}, deployment["spec"]["replicas"]
+    counts = ("replicas", "updatedReplicas", "readyReplicas", "availableReplicas")
+    return status.get("observedGeneration") == deployment["metadata"]["generation"] and all(
+        status.get(count) == wanted for count in counts
+    )
+
+
 def template(deployment: Obj) -> Obj:
     result: Obj = deployment["spec"]["template"]
     return result
 
 
 @pytest.mark.cluster
-def test_switching_prunes_stale_values_and_keeps_what_others_own(
+def test_switching_rolls_once_prunes_stale_values_and_keeps_what_others_own(
     plane: ControlPlane, namespace: str, tmp_path: Path
 ) -> None:
     name = "rt"
@@ -136,20 +148,39 @@ def test_switching_prunes_stale_values_and_keeps_what_others_own(
     before = wait_for(settled, "the Go-era Deployment rolled out")
     sets_before = replica_sets(plane, name, namespace)
     restarted = template(before)["metadata"]["annotations"]["kubectl.kubernetes.io/restartedAt"]
+    generation = before["metadata"]["generation"]
 
-    with running_controller(
-        plane, tmp_path / "controller.log", *scoped(namespace), no_go_exclusion(namespace)
+    with (
+        watching(plane, name, namespace, tmp_path / "watch.log") as watch,
+        running_controller(
+            plane, tmp_path / "controller.log", *scoped(namespace), no_go_exclusion(namespace)
+        ),
     ):
-        wait_condition(plane, name, namespace, "Ready", "True", "RuntimeReady")
         for kind in OWNED_KINDS:
             wait_for(
                 lambda k=kind: GO_MANAGER not in managers(plane, k, name, namespace),  # type: ignore[misc]
                 f"{kind} taken over from {GO_MANAGER}",
             )
-        after = must_get(plane, "deployment", name, namespace)
-        assert after["metadata"]["generation"] == before["metadata"]["generation"]
-        assert replica_sets(plane, name, namespace) == sets_before, "no new ReplicaSet"
+        # One rollout, for the scratch space: the only difference from the Go template.
+        after = wait_for(
+            lambda: when(
+                plane, "deployment", name, namespace,
+                lambda d: d["metadata"]["generation"] > generation and rolled_out(d),
+            ),
+            "the scratch space rolled out",
+        )  # fmt: skip
+        assert after["metadata"]["generation"] == generation + 1, "exactly one rollout"
+        assert without_scratch(template(after)) == template(before)
+        assert template(after)["spec"]["volumes"] == [
+            {"name": "scratch", "emptyDir": {"sizeLimit": "1Gi"}}
+        ]
+        sets_after = replica_sets(plane, name, namespace)
+        assert sets_before <= sets_after
+        assert len(sets_after - sets_before) == 1, "one new ReplicaSet"
         assert after["spec"]["replicas"] == 2, "the autoscaler's replica count is kept"
+        states = watch.states()
+        assert min(state.available for state in states) >= 2, f"a replica unavailable: {states}"
+        wait_condition(plane, name, namespace, "Ready", "True", "RuntimeReady")
 
         # The Go operator writes again (a rollback, say): taken over again, and what it
         # set that we do not render is pruned.
