@@ -17,7 +17,7 @@ from tests.support.controller_harness import (
 
 SELECTOR = "app.kubernetes.io/instance"
 ROLLOUT_SECONDS = 180.0
-# Pod deletions wait for the runtime's drain; one second keeps rollouts quick.
+# A request in flight holds a pod's deletion up to the drain period; 1 s keeps rollouts quick.
 QUICK_DRAIN = {"shutdownDrainTimeoutSeconds": 1}
 
 

@@ -31,7 +31,8 @@ def body(size: int, model: str = "whisper-1") -> bytes:
         'Content-Disposition: form-data; name="file"; filename="speech.wav"\r\n'
         "Content-Type: audio/wav\r\n\r\n"
     ).encode()
-    return head + bytes(i % 251 for i in range(size)) + f"\r\n--{BOUNDARY}--\r\n".encode()
+    data = (bytes(range(251)) * (size // 251 + 1))[:size]
+    return head + data + f"\r\n--{BOUNDARY}--\r\n".encode()
 
 
 class Upload:
