@@ -9,6 +9,7 @@ from devcluster import ControlPlane
 from tests.node.runtime_image import STANDIN_REPOSITORY, STANDIN_TAG
 from tests.support.controller_harness import (
     Obj,
+    apply,
     condition,
     get,
     runtime_manifest,
@@ -84,3 +85,10 @@ def container_process(plane: ControlPlane, pod: Obj) -> int:
         if f"containerd://{task}" == container_id and state == "RUNNING":
             return int(pid)
     raise AssertionError(f"{container_id} is not running in containerd:\n{tasks}")
+
+
+def run_standin(plane: ControlPlane, name: str, namespace: str, **spec: Any) -> Obj:
+    """Apply a stand-in runtime and return its one pod once it is Ready."""
+    apply(plane, standin_runtime(name, namespace, **spec))
+    wait_ready(plane, name, namespace, image(STANDIN_TAG))
+    return wait_single_pod(plane, name, namespace)

@@ -6,14 +6,12 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
 
 from devcluster import ControlPlane
-from devcluster.hostoperator import install_crds
 from tests.node.pods import (
     ROLLOUT_SECONDS,
     container_process,
@@ -29,7 +27,6 @@ from tests.node.runtime_image import (
     STANDIN_REPOSITORY,
     STANDIN_TAG,
     UPGRADE_TAG,
-    import_standin,
     pin_by_digest,
 )
 from tests.support.controller_harness import (
@@ -37,29 +34,15 @@ from tests.support.controller_harness import (
     apply,
     get,
     must_get,
-    running_controller,
-    scoped,
     wait_condition,
     wait_for,
 )
 
-pytestmark = pytest.mark.node
+pytestmark = [pytest.mark.node, pytest.mark.usefixtures("standin")]
 SAMPLES = Path(__file__).resolve().parents[1] / "samples" / "valid"
 CHECKSUM = "runtime.trussium.io/config-checksum"
 # A short Deployment progress deadline, so a stuck rollout fails within the test.
 SHORT_DEADLINE_SECONDS = 20
-
-
-@pytest.fixture(scope="module", autouse=True)
-def standin(node_plane: ControlPlane) -> None:
-    install_crds(node_plane)
-    import_standin(node_plane)
-
-
-@pytest.fixture
-def controller(plane: ControlPlane, namespace: str, tmp_path: Path) -> Iterator[None]:
-    with running_controller(plane, tmp_path / "controller.log", *scoped(namespace)):
-        yield
 
 
 def proc_status(pid: int) -> dict[str, str]:

@@ -9,7 +9,6 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,28 +17,22 @@ from common.api import TrussiumRuntime
 from common.defaulting import apply_defaults
 from common.render import render_managed_objects
 from devcluster import ControlPlane
-from devcluster.hostoperator import install_crds
 from tests.node.pods import (
     ROLLOUT_SECONDS,
     container_process,
-    image,
     ready_pods,
+    run_standin,
     standin_runtime,
-    wait_ready,
-    wait_single_pod,
 )
-from tests.node.runtime_image import STANDIN_TAG, import_standin
 from tests.support import uploads
 from tests.support.controller_harness import (
     Obj,
     apply,
-    running_controller,
-    scoped,
     wait_for,
 )
 from tests.support.go_operator import without_scratch
 
-pytestmark = pytest.mark.node
+pytestmark = [pytest.mark.node, pytest.mark.usefixtures("standin")]
 UPLOADS = Path(uploads.__file__).resolve()
 MB = 1_000_000
 MIB = 1024 * 1024
@@ -47,18 +40,6 @@ PARSE_ERROR = {"detail": "There was an error parsing the body"}
 # Far longer than any wait below: a runtime that waited out its drain would fail them.
 LONG_DRAIN = {"shutdownDrainTimeoutSeconds": 300}
 CLIENT_TIMEOUT_SECONDS = 60
-
-
-@pytest.fixture(scope="module", autouse=True)
-def standin(node_plane: ControlPlane) -> None:
-    install_crds(node_plane)
-    import_standin(node_plane)
-
-
-@pytest.fixture
-def controller(plane: ControlPlane, namespace: str, tmp_path: Path) -> Iterator[None]:
-    with running_controller(plane, tmp_path / "controller.log", *scoped(namespace)):
-        yield
 
 
 class NodeUpload:
@@ -147,9 +128,7 @@ def spooled(pid: int) -> list[int]:
 def test_a_2_mb_upload_is_spooled_to_the_empty_dir_and_nowhere_else(
     plane: ControlPlane, namespace: str
 ) -> None:
-    apply(plane, standin_runtime("uploads", namespace))
-    wait_ready(plane, "uploads", namespace, image(STANDIN_TAG))
-    pod = wait_single_pod(plane, "uploads", namespace)
+    pod = run_standin(plane, "uploads", namespace)
     pid = container_process(plane, pod)
     table = mounts(pid)
     assert table["/tmp"][0].endswith("/volumes/kubernetes.io~empty-dir/scratch"), table["/tmp"]
@@ -216,9 +195,7 @@ def test_without_the_scratch_space_uploads_over_1_mib_fail_as_with_the_real_runt
 def test_a_deleted_pod_refuses_new_connections_finishes_its_upload_and_exits_when_idle(
     plane: ControlPlane, namespace: str
 ) -> None:
-    apply(plane, standin_runtime("shutdown", namespace, runtime=LONG_DRAIN))
-    wait_ready(plane, "shutdown", namespace, image(STANDIN_TAG))
-    pod = wait_single_pod(plane, "shutdown", namespace)
+    pod = run_standin(plane, "shutdown", namespace, runtime=LONG_DRAIN)
     name, pid = pod["metadata"]["name"], container_process(plane, pod)
     held = NodeUpload(plane, pod, 2 * MB)
     wait_for(lambda: spooled(pid), "the upload in flight", 30)
@@ -259,9 +236,7 @@ def test_a_scratch_space_filled_past_its_size_limit_gets_the_pod_evicted(
     """The emptyDir counts in the pod's ephemeral storage: the kubelet evicts a pod
     whose scratch space holds more than its sizeLimit (it measures volumes about
     once a minute), and the Deployment replaces it."""
-    apply(plane, standin_runtime("evicted", namespace, scratch={"sizeLimit": "16Mi"}))
-    wait_ready(plane, "evicted", namespace, image(STANDIN_TAG))
-    pod = wait_single_pod(plane, "evicted", namespace)
+    pod = run_standin(plane, "evicted", namespace, scratch={"sizeLimit": "16Mi"})
     name, pid = pod["metadata"]["name"], container_process(plane, pod)
     held = NodeUpload(plane, pod, 20 * MIB)
     try:
