@@ -242,15 +242,19 @@ def test_a_scratch_space_filled_past_its_size_limit_gets_the_pod_evicted(
     try:
         wait_for(lambda: spooled(pid), "the upload spooled", 30)
 
-        def evicted() -> Obj | None:
-            answer = plane.kubectl("get", "pod", name, "-n", namespace, "-o", "json", check=False)
-            status: Obj = json.loads(answer.stdout or "{}").get("status") or {}
-            return status if status.get("reason") == "Evicted" else None
+        def eviction() -> str | None:
+            """The note of the kubelet's Evicted event for the pod."""
+            answer = plane.kubectl(
+                "get", "events", "-n", namespace, "-o", "json",
+                f"--field-selector=involvedObject.name={name},reason=Evicted",
+            )  # fmt: skip
+            notes = [str(e.get("message")) for e in json.loads(answer.stdout)["items"]]
+            return notes[0] if notes else None
 
-        status = wait_for(evicted, "the kubelet to evict the pod", 240)
+        note = wait_for(eviction, "the kubelet to evict the pod", 240)
     finally:
         held.abandon()
-    assert 'Usage of EmptyDir volume "scratch" exceeds the limit "16Mi"' in status["message"]
+    assert 'Usage of EmptyDir volume "scratch" exceeds the limit "16Mi"' in note
     wait_for(
         lambda: [
             p for p in ready_pods(plane, "evicted", namespace) if p["metadata"]["name"] != name
