@@ -22,7 +22,7 @@ from common import constants as c
 from common.conditions import conditions_of, find_condition
 from controller import metrics
 from controller.cache import Change
-from controller.errors import classify
+from controller.errors import Failure, classify
 from controller.exclusion import GO_OPERATOR_LEASE, ForeignLeaseGate, LeaseRef
 from controller.informer import Informer
 from controller.kube import JSON, Kube, describe
@@ -31,6 +31,7 @@ from controller.mapping import SecretReferences
 from controller.names import NamespacedName
 from controller.reconciler import LEGACY_FIELD_MANAGERS, Reconciler
 from controller.recorder import Recorder
+from controller.runtime_metrics import register_runtime_metrics
 from controller.secret_lookup import look_up_secrets
 from controller.watches import SECRETS_ROLE, Caches, Mapper, Watch, watch_table
 from controller.workqueue import WorkQueue
@@ -140,6 +141,9 @@ class Manager:
     async def run(self, stop: asyncio.Event) -> int:
         """Run until `stop` is set (exit 0) or the leader lease is lost (exit 1)."""
         collector = metrics.register_runtime_gauge(self._ready_statuses)
+        per_runtime = register_runtime_metrics(
+            self.caches.runtimes.store.values, lambda: self.elector is None or self.elector.leading
+        )
         runners = [
             await serve(probes_app(self.ready, "caches not synced"), self.options.health_address),
             await serve(metrics_app(), self.options.metrics_address),
@@ -161,6 +165,7 @@ class Manager:
                 if runner is not None:
                     await runner.cleanup()
             REGISTRY.unregister(collector)
+            REGISTRY.unregister(per_runtime)
 
     async def _lead_and_work(self, stop: asyncio.Event) -> int:
         if not await _until(stop, self._all_synced()):
@@ -238,6 +243,8 @@ class Manager:
                 if failure.counted:
                     result = "error"
                     metrics.RECONCILE_ERRORS.labels(metrics.CONTROLLER).inc()
+                    if failure is Failure.BUG:  # controller-runtime's recovered panic
+                        metrics.RECONCILE_PANICS.labels(metrics.CONTROLLER).inc()
                     log.warning(
                         "reconcile error, retrying with backoff",
                         exc_info=error if failure.traceback else None,
