@@ -23,6 +23,7 @@ from common.k8s_types import (
     Affinity,
     K8sModel,
     LabelSelector,
+    Quantity,
     ResourceRequirements,
     Toleration,
     unique_names,
@@ -319,6 +320,18 @@ class AutoscalingSpec(K8sModel):
         return self
 
 
+class ScratchSpec(K8sModel):
+    """The runtime's writable scratch space: an emptyDir at /tmp, where it spools large uploads."""
+
+    size_limit: Quantity | None = Field(
+        None,
+        description="Size limit of the scratch space, at least 16Mi. It counts in the "
+        "container's ephemeral storage, so at most resources.limits[ephemeral-storage] when "
+        "that is set. The kubelet evicts the Pod when the scratch space holds more. "
+        "Unset: 1Gi, or the ephemeral-storage limit when that is lower.",
+    )
+
+
 class PodMetadata(K8sModel):
     """Extra labels and annotations for the runtime Pods."""
 
@@ -374,6 +387,11 @@ class TrussiumRuntimeSpec(K8sModel):
     )
     resources: ResourceRequirements | None = Field(
         None, description="Compute resources of the runtime container."
+    )
+    scratch: ScratchSpec | None = Field(
+        None,
+        description="The runtime's scratch space (/tmp, TMPDIR), where it spools request "
+        "bodies over 1 MB.",
     )
     pod_metadata: PodMetadata | None = Field(
         None, description="Extra labels and annotations for the runtime Pods."

@@ -43,6 +43,13 @@ TERMINATION_GRACE_MARGIN_SECONDS: Final = 6
 PROGRESS_DEADLINE_SECONDS: Final = 600
 REVISION_HISTORY_LIMIT: Final = 3
 API_KEY_ENV: Final = "TRUSSIUM_PROVIDER__API_KEY"
+# Scratch space (docs/contract.md section 12): an emptyDir where the runtime spools uploads.
+SCRATCH_VOLUME: Final = "scratch"
+SCRATCH_PATH: Final = "/tmp"
+SCRATCH_ENV: Final = "TMPDIR"
+SCRATCH_DEFAULT_SIZE: Final = "1Gi"
+SCRATCH_MIN_SIZE: Final = "16Mi"
+EPHEMERAL_STORAGE: Final = "ephemeral-storage"
 
 
 class ConditionType(StrEnum):

@@ -50,6 +50,7 @@ _TRUSSIUM_RUNTIME_FIELDS: tuple[tuple[Path, str], ...] = (
     (("spec", "template", "spec", "containers", -1, "envFrom"), "spec.provider / spec.runtime"),
     (("spec", "template", "spec", "containers"), "spec.image / spec.resources"),
     (("spec", "template", "spec", "imagePullSecrets"), "spec.imagePullSecrets"),
+    (("spec", "template", "spec", "volumes"), "spec.scratch.sizeLimit"),
     (("spec", "template", "spec", "nodeSelector"), "spec.scheduling.nodeSelector"),
     (("spec", "template", "spec", "tolerations"), "spec.scheduling.tolerations"),
     (("spec", "template", "spec", "affinity"), "spec.scheduling.affinity"),

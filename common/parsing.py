@@ -57,7 +57,7 @@ _TYPE_NAMES = {
 }
 
 
-_QUANTITY_PATHS = ("spec.resources.limits[", "spec.resources.requests[")
+_QUANTITY_PATHS = ("spec.resources.limits[", "spec.resources.requests[", "spec.scratch.sizeLimit")
 _QUANTITY_FAILURES = ("int_type", "string_type", "string_pattern_mismatch")
 _NOT_AN_OBJECT = FieldError("", "a TrussiumRuntime must be a JSON object", "FieldValueTypeInvalid")
 

@@ -15,6 +15,7 @@ from common import constants as c
 from common.api import AutoscalingSpec, TrussiumRuntime, TrussiumRuntimeSpec
 from common.images import render_image
 from common.lifecycle import desired_replicas
+from common.quantity import QuantityError, parse_quantity
 
 Manifest = dict[str, Any]
 
@@ -151,6 +152,30 @@ def _probe(path: str, timing: tuple[int, int, int]) -> dict[str, Any]:
     }
 
 
+def scratch_size_limit(spec: TrussiumRuntimeSpec) -> int | str:
+    """The spec's size, else the default capped at the container's ephemeral-storage
+    limit: the scratch space counts in that limit, so it can never hold more."""
+    if spec.scratch is not None and spec.scratch.size_limit is not None:
+        return spec.scratch.size_limit
+    limit = ((spec.resources.limits if spec.resources else None) or {}).get(c.EPHEMERAL_STORAGE)
+    if limit is None:
+        return c.SCRATCH_DEFAULT_SIZE
+    try:
+        lower = parse_quantity(limit) < parse_quantity(c.SCRATCH_DEFAULT_SIZE)
+    except QuantityError:  # validation reports it
+        return c.SCRATCH_DEFAULT_SIZE
+    return limit if lower else c.SCRATCH_DEFAULT_SIZE
+
+
+def _scratch(spec: TrussiumRuntimeSpec) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """The scratch space (docs/contract.md section 12): the Pod's emptyDir, the
+    container's mount of it and TMPDIR naming it, where the runtime spools large
+    request bodies under a read-only root filesystem."""
+    volume = {"name": c.SCRATCH_VOLUME, "emptyDir": {"sizeLimit": scratch_size_limit(spec)}}
+    mount = {"name": c.SCRATCH_VOLUME, "mountPath": c.SCRATCH_PATH}
+    return volume, mount, {"name": c.SCRATCH_ENV, "value": c.SCRATCH_PATH}
+
+
 def _container(spec: TrussiumRuntimeSpec, name: str) -> dict[str, Any]:
     container: dict[str, Any] = {
         "name": c.CONTAINER_NAME,
@@ -159,12 +184,17 @@ def _container(spec: TrussiumRuntimeSpec, name: str) -> dict[str, Any]:
         "ports": [{"name": c.PORT_NAME, "containerPort": c.CONTAINER_PORT, "protocol": "TCP"}],
         "envFrom": [{"configMapRef": {"name": name}}],
     }
+    _, scratch_mount, scratch_env = _scratch(spec)
     credentials = spec.provider.credentials_secret_ref
     if credentials is not None:
         secret_ref = {"name": credentials.name, "key": credentials.key}
-        container["env"] = [{"name": c.API_KEY_ENV, "valueFrom": {"secretKeyRef": secret_ref}}]
+        api_key = {"name": c.API_KEY_ENV, "valueFrom": {"secretKeyRef": secret_ref}}
+        container["env"] = [api_key, scratch_env]
+    else:
+        container["env"] = [scratch_env]
     if spec.resources is not None:
         container["resources"] = _dump(spec.resources)
+    container["volumeMounts"] = [scratch_mount]
     container["securityContext"] = {
         "allowPrivilegeEscalation": False,
         "readOnlyRootFilesystem": True,
@@ -220,6 +250,7 @@ def _pod_template(runtime: TrussiumRuntime, checksum: str) -> dict[str, Any]:
         }
     ]
     pod["containers"] = [_container(spec, name)]
+    pod["volumes"] = [_scratch(spec)[0]]
     return {"metadata": {"labels": labels, "annotations": annotations}, "spec": pod}
 
 

@@ -24,6 +24,7 @@ from common.images import render_image
 from common.json_limits import shown
 from common.k8s_validation import FieldError
 from common.parsing import ParsedRuntime, parse_runtime
+from common.quantity import QuantityError, parse_quantity
 from common.ratcheting import TolerableRule, tolerated
 from common.references import referenced_secret_paths
 
@@ -173,6 +174,39 @@ def _base_url_errors(base_url: object) -> Iterator[FieldError]:
         )
 
 
+def _scratch_errors(
+    scratch: Mapping[str, Any], resources: Mapping[str, Any]
+) -> Iterator[FieldError]:
+    """docs/contract.md section 12: room for a few spooled uploads, within the
+    ephemeral storage the scratch space counts in."""
+    path = "spec.scratch.sizeLimit"
+    if "sizeLimit" not in scratch:
+        return
+    try:
+        size = parse_quantity(scratch["sizeLimit"])
+    except QuantityError as error:
+        yield FieldError(path, str(error))
+        return
+    if size < parse_quantity(constants.SCRATCH_MIN_SIZE):
+        yield FieldError(
+            path,
+            f"must be at least {constants.SCRATCH_MIN_SIZE}: the runtime spools every upload "
+            "over 1 MB there, and the kubelet evicts the Pod when it is full",
+        )
+    limits = k8s_validation.as_dict(resources.get("limits"))
+    try:
+        limit = parse_quantity(limits[constants.EPHEMERAL_STORAGE])
+    except (KeyError, QuantityError):
+        return  # no limit, or one validate_resources reports
+    if size > limit:
+        yield FieldError(
+            path,
+            f"must be at most spec.resources.limits[{constants.EPHEMERAL_STORAGE}] "
+            f"({shown(limits[constants.EPHEMERAL_STORAGE])}): the scratch space counts in the "
+            "container's ephemeral storage, so the Pod would be evicted before it is full",
+        )
+
+
 def _semantic_errors(
     spec: Mapping[str, Any], model: TrussiumRuntimeSpec | None
 ) -> Iterator[FieldError]:
@@ -197,6 +231,7 @@ def _semantic_errors(
             )
     resources = as_dict(spec.get("resources"))
     yield from k8s_validation.validate_resources(resources, "spec.resources")
+    yield from _scratch_errors(as_dict(spec.get("scratch")), resources)
     provider = as_dict(spec.get("provider"))
     yield from _base_url_errors(provider.get("baseURL"))
     # Read from the plain spec, not the model, so it is reported beside schema errors too.

@@ -120,7 +120,8 @@ def test_missing_secret_blocks_everything_until_it_exists(
         apply(plane, secret)
         wait_condition(plane, name, namespace, "ConfigurationValid", "True", "ReferencesResolved")
         deployment = must_get(plane, "deployment", name, namespace)
-        (env,) = deployment["spec"]["template"]["spec"]["containers"][0]["env"]
+        env, tmpdir = deployment["spec"]["template"]["spec"]["containers"][0]["env"]
+        assert tmpdir == {"name": "TMPDIR", "value": "/tmp"}
         assert env["valueFrom"]["secretKeyRef"] == {"name": "api-key", "key": "token"}
         logs = (tmp_path / "controller.log").read_text()
     assert "s3cr3t-value" not in logs

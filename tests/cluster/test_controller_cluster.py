@@ -347,7 +347,7 @@ def test_drift_is_undone_but_a_rollout_restart_is_kept(
                             {"name": "trussium", "env": [{"name": "DEBUG", "value": "1"}]},
                         ],
                         "initContainers": [{"name": "init", "image": "busybox"}],
-                        "volumes": [{"name": "scratch", "emptyDir": {}}],
+                        "volumes": [{"name": "debug", "emptyDir": {}}],
                     }
                 }
             }
@@ -370,9 +370,9 @@ def test_drift_is_undone_but_a_rollout_restart_is_kept(
             (container,) = pod["containers"]
             return (
                 container["name"] == "trussium"
-                and "env" not in container
+                and container["env"] == [{"name": "TMPDIR", "value": "/tmp"}]
                 and "initContainers" not in pod
-                and "volumes" not in pod
+                and [v["name"] for v in pod["volumes"]] == ["scratch"]
             )
 
         wait_for(clean, "the pod template back to the contract")

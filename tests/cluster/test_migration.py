@@ -1,4 +1,5 @@
-"""Switching from the Go operator: field takeover, invalid stored runtimes, Lease exclusion.
+"""Switching from the Go operator: field takeover, one rollout for the scratch space,
+invalid stored runtimes, Lease exclusion.
 
 Each test starts from what the Go operator leaves behind (see go_operator.py)
 and observes our controller only through the API server and its audit log.
@@ -44,6 +45,8 @@ from tests.support.go_operator import (
     managers,
     render,
     rendered,
+    watching,
+    without_scratch,
 )
 
 ALWAYS_KEYS = {
@@ -92,13 +95,22 @@ def when(
     return obj if holds(obj) else None
 
 
+def rolled_out(deployment: Obj) -> bool:
+    """The current generation observed and every replica updated and available."""
+    status, wanted = deployment.get("status") or {}, deployment["spec"]["replicas"]
+    counts = ("replicas", "updatedReplicas", "readyReplicas", "availableReplicas")
+    return status.get("observedGeneration") == deployment["metadata"]["generation"] and all(
+        status.get(count) == wanted for count in counts
+    )
+
+
 def template(deployment: Obj) -> Obj:
     result: Obj = deployment["spec"]["template"]
     return result
 
 
 @pytest.mark.cluster
-def test_switching_prunes_stale_values_and_keeps_what_others_own(
+def test_switching_rolls_once_prunes_stale_values_and_keeps_what_others_own(
     plane: ControlPlane, namespace: str, tmp_path: Path
 ) -> None:
     name = "rt"
@@ -137,20 +149,39 @@ def test_switching_prunes_stale_values_and_keeps_what_others_own(
     before = wait_for(settled, "the Go-era Deployment rolled out")
     sets_before = replica_sets(plane, name, namespace)
     restarted = template(before)["metadata"]["annotations"]["kubectl.kubernetes.io/restartedAt"]
+    generation = before["metadata"]["generation"]
 
-    with running_controller(
-        plane, tmp_path / "controller.log", *scoped(namespace), no_go_exclusion(namespace)
+    with (
+        watching(plane, name, namespace, tmp_path / "watch.log") as watch,
+        running_controller(
+            plane, tmp_path / "controller.log", *scoped(namespace), no_go_exclusion(namespace)
+        ),
     ):
-        wait_condition(plane, name, namespace, "Ready", "True", "RuntimeReady")
         for kind in OWNED_KINDS:
             wait_for(
                 lambda k=kind: GO_MANAGER not in managers(plane, k, name, namespace),  # type: ignore[misc]
                 f"{kind} taken over from {GO_MANAGER}",
             )
-        after = must_get(plane, "deployment", name, namespace)
-        assert after["metadata"]["generation"] == before["metadata"]["generation"]
-        assert replica_sets(plane, name, namespace) == sets_before, "no new ReplicaSet"
+        # One rollout, for the scratch space: the only difference from the Go template.
+        after = wait_for(
+            lambda: when(
+                plane, "deployment", name, namespace,
+                lambda d: d["metadata"]["generation"] > generation and rolled_out(d),
+            ),
+            "the scratch space rolled out",
+        )  # fmt: skip
+        assert after["metadata"]["generation"] == generation + 1, "exactly one rollout"
+        assert without_scratch(template(after)) == template(before)
+        assert template(after)["spec"]["volumes"] == [
+            {"name": "scratch", "emptyDir": {"sizeLimit": "1Gi"}}
+        ]
+        sets_after = replica_sets(plane, name, namespace)
+        assert sets_before <= sets_after
+        assert len(sets_after - sets_before) == 1, "one new ReplicaSet"
         assert after["spec"]["replicas"] == 2, "the autoscaler's replica count is kept"
+        states = watch.states()
+        assert min(state.available for state in states) >= 2, f"a replica unavailable: {states}"
+        wait_condition(plane, name, namespace, "Ready", "True", "RuntimeReady")
 
         # The Go operator writes again (a rollback, say): taken over again, and what it
         # set that we do not render is pruned.
@@ -349,8 +380,9 @@ def test_stored_runtimes_breaking_only_stricter_rules_keep_being_reconciled(
     plane: ControlPlane, namespace: str, tmp_path: Path
 ) -> None:
     """Each spec the Go CRD admits that breaks only a rule this project added: taken over
-    without a change, warned about (condition and event), and an image bump still reaches
-    its Deployment; a runtime beside them sees nothing of it (ADR 0024)."""
+    with no change but the scratch space every runtime gets, warned about (condition and
+    event), and an image bump still reaches its Deployment; a runtime beside them sees
+    nothing of it (ADR 0024)."""
     manifests = {
         name: runtime_manifest(name, namespace, **spec) for name, (spec, *_) in STRICTER.items()
     }
@@ -364,10 +396,7 @@ def test_stored_runtimes_breaking_only_stricter_rules_keep_being_reconciled(
     for name in names:
         for obj in rendered(plane, name, namespace):
             go_create(plane, obj)
-    generations = {
-        name: must_get(plane, "deployment", name, namespace)["metadata"]["generation"]
-        for name in names
-    }
+    go_era = {name: must_get(plane, "deployment", name, namespace) for name in names}
 
     with running_controller(
         plane, tmp_path / "controller.log", *scoped(namespace), no_go_exclusion(namespace)
@@ -390,9 +419,15 @@ def test_stored_runtimes_breaking_only_stricter_rules_keep_being_reconciled(
                 lambda n=name: GO_MANAGER not in managers(plane, "deployment", n, namespace),  # type: ignore[misc]
                 f"{name}: taken over",
             )
-        for name in names:
+        wait_for(
+            lambda: GO_MANAGER not in managers(plane, "deployment", "bystander", namespace),
+            "bystander: taken over",
+        )
+        for name in names:  # the scratch space (ADR 0019), and nothing else
             deployment = must_get(plane, "deployment", name, namespace)
-            assert deployment["metadata"]["generation"] == generations[name], f"{name} changed"
+            before = go_era[name]
+            assert deployment["metadata"]["generation"] == before["metadata"]["generation"] + 1
+            assert without_scratch(template(deployment)) == template(before), f"{name} changed"
         seen = json.dumps(events(plane, namespace, "credentials")) + json.dumps(
             must_get(plane, "trussiumruntime", "credentials", namespace)["status"]
         )
@@ -418,7 +453,10 @@ def test_stored_runtimes_breaking_only_stricter_rules_keep_being_reconciled(
         assert condition(runtime, "ConfigurationWarnings") == ("", "")
         assert "AcceptedWithWarnings" not in reasons(plane, namespace, "bystander")
         deployment = must_get(plane, "deployment", "bystander", namespace)
-        assert deployment["metadata"]["generation"] == generations["bystander"]
+        assert (
+            deployment["metadata"]["generation"]
+            == go_era["bystander"]["metadata"]["generation"] + 1
+        )
 
 
 @pytest.mark.api

@@ -34,6 +34,8 @@ from tests.support.go_operator import (
     hold_lease,
     managers,
     rendered,
+    watching,
+    without_scratch,
 )
 from tests.support.migration_guide import guide_steps
 
@@ -64,7 +66,7 @@ def go_install(plane: ControlPlane) -> Iterator[None]:
 
 
 def test_the_migration_guide_runs_in_order_and_loses_nothing(
-    plane: ControlPlane, namespace: str, go_install: None
+    plane: ControlPlane, namespace: str, go_install: None, tmp_path: Path
 ) -> None:
     steps = guide_steps()
     assert {"preflight", "stop-kustomize", "crd", "install", "verify", "remove-kustomize"} <= set(
@@ -151,13 +153,21 @@ def test_the_migration_guide_runs_in_order_and_loses_nothing(
         "helm install trussium-operator ./charts/trussium-operator -n trussium-system"
         in steps["install"]
     )
-    with HostOperator(plane, namespace=OUR_NAMESPACE, release="trussium-operator"):
-        # 5. Verify, as the guide says.
+    with (
+        watching(plane, "chat", namespace, tmp_path / "watch.log") as watch,
+        HostOperator(plane, namespace=OUR_NAMESPACE, release="trussium-operator"),
+    ):
+        # 5. Verify, as the guide says: one rollout, for the scratch space, none unavailable.
         code, output = run_step(plane, steps["verify"])
         assert code == 0, output
         after = must_get(plane, "deployment", "chat", namespace)
-        assert after["metadata"]["generation"] == before["metadata"]["generation"]  # type: ignore[index]
-        assert plane.kubectl(*chat_sets).stdout.split() == replica_sets
+        assert after["metadata"]["generation"] == before["metadata"]["generation"] + 1  # type: ignore[index]
+        template, old_template = after["spec"]["template"], before["spec"]["template"]  # type: ignore[index]
+        assert without_scratch(template) == old_template
+        sets = plane.kubectl(*chat_sets).stdout.split()
+        assert set(replica_sets) < set(sets)
+        assert len(sets) == len(replica_sets) + 1
+        assert min(state.available for state in watch.states()) == 1
         for kind in OWNED_KINDS[:5]:
             assert GO_MANAGER not in managers(plane, kind, "chat", namespace), kind
         listed = [line.split()[-1].split(",") for line in output.splitlines()[1:] if line.strip()]

@@ -68,16 +68,19 @@ def uid(plane: ControlPlane, kind: str, name: str, namespace: str = "") -> str:
 
 
 def kept(plane: ControlPlane, namespace: str) -> dict[str, str]:
-    """The uids of the CRD, the runtime and its workload, and its ReplicaSets."""
-    sets = plane.kubectl(
-        "get", "rs", "-n", namespace, "-l", "app.kubernetes.io/instance=chat", "-o", "name"
-    )
+    """The uids of the CRD, the runtime and its workload."""
     return {
         "crd": uid(plane, "crd", CRD_NAME),
         "runtime": uid(plane, "truntime", "chat", namespace),
         "deployment": uid(plane, "deployment", "chat", namespace),
-        "replicasets": " ".join(sorted(sets.stdout.split())),
     }
+
+
+def replica_sets(plane: ControlPlane, namespace: str) -> set[str]:
+    sets = plane.kubectl(
+        "get", "rs", "-n", namespace, "-l", "app.kubernetes.io/instance=chat", "-o", "name"
+    )
+    return set(sets.stdout.split())
 
 
 def ours_served(plane: ControlPlane) -> bool:
@@ -167,11 +170,14 @@ def test_the_helm_path_removes_the_go_release_and_keeps_every_runtime(
     plane: ControlPlane, namespace: str, go_helm_install: dict[str, str]
 ) -> None:
     steps = go_helm_install
-    before = kept(plane, namespace)
+    before, sets = kept(plane, namespace), replica_sets(plane, namespace)
     stop_go_and_switch(plane, steps)
     with our_release(plane):
         code, output = run_step(plane, steps["verify"])
         assert code == 0, output
+        new_sets = replica_sets(plane, namespace)
+        assert sets < new_sets
+        assert len(new_sets - sets) == 1, "one rollout, for the scratch space"
         code, output = run_step(plane, steps["remove-helm"])
         assert code == 0, output
 

@@ -50,5 +50,12 @@ def live(port: int) -> bool:
         return False
 
 
-def draining(port: int) -> bool:
-    return get(port, c.READY_PATH)[0] == 503
+def refused(port: int) -> bool:
+    """Whether a new connection is refused (the listener is closed)."""
+    try:
+        get(port, c.LIVE_PATH)
+    except ConnectionRefusedError:
+        return True
+    except urllib.error.URLError as error:
+        return isinstance(error.reason, ConnectionRefusedError)
+    return False

@@ -58,6 +58,11 @@ def test_owner_falls_back_to_instance_label() -> None:
         (("tolerations",), [{"operator": "Exists"}], "comes from its spec.scheduling.tolerations"),
         (("hostNetwork",), True, "spec.template.spec.hostNetwork is fixed by the operator"),
         (
+            ("volumes",),
+            [{"name": "scratch", "emptyDir": {"sizeLimit": "100Gi"}}],
+            "comes from its spec.scratch.sizeLimit",
+        ),
+        (
             ("securityContext",),
             {"runAsUser": 0},
             "spec.template.spec.securityContext.runAsUser is fixed by the operator",

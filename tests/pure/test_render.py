@@ -34,6 +34,7 @@ OWNER = {
     "blockOwnerDeletion": True,
 }
 METADATA = {"name": "demo", "namespace": "prod", "labels": LABELS, "ownerReferences": [OWNER]}
+TMPDIR = {"name": "TMPDIR", "value": "/tmp"}
 BASE_DATA = {
     "TRUSSIUM_ENVIRONMENT": "production",
     "TRUSSIUM_RUNTIME__HOST": "0.0.0.0",
@@ -227,6 +228,8 @@ def test_minimal_deployment_carries_the_whole_workload_contract() -> None:
                             "imagePullPolicy": "IfNotPresent",
                             "ports": [{"name": "http", "containerPort": 9000, "protocol": "TCP"}],
                             "envFrom": [{"configMapRef": {"name": "demo"}}],
+                            "env": [TMPDIR],
+                            "volumeMounts": [{"name": "scratch", "mountPath": "/tmp"}],
                             "securityContext": {
                                 "allowPrivilegeEscalation": False,
                                 "readOnlyRootFilesystem": True,
@@ -252,6 +255,7 @@ def test_minimal_deployment_carries_the_whole_workload_contract() -> None:
                             },
                         }
                     ],
+                    "volumes": [{"name": "scratch", "emptyDir": {"sizeLimit": "1Gi"}}],
                 },
             },
         },
@@ -279,7 +283,8 @@ def test_credentials_come_from_the_secret_by_reference() -> None:
         {
             "name": "TRUSSIUM_PROVIDER__API_KEY",
             "valueFrom": {"secretKeyRef": {"name": "openai-key", "key": "api-key"}},
-        }
+        },
+        TMPDIR,
     ]
 
 
@@ -291,6 +296,47 @@ def test_resources_are_copied_from_the_spec() -> None:
 def test_resource_claims_reach_the_container_unchanged() -> None:
     resources = {"claims": [{"name": "gpu"}, {"name": "nic", "request": "fast"}]}
     assert container(resources=resources)["resources"] == resources
+
+
+@pytest.mark.parametrize(
+    ("spec", "size"),
+    [
+        ({}, "1Gi"),
+        ({"scratch": {}}, "1Gi"),
+        ({"scratch": {"sizeLimit": "256Mi"}}, "256Mi"),
+        ({"scratch": {"sizeLimit": 2**31}}, 2**31),
+        # Capped at a lower ephemeral-storage limit, kept below a higher one.
+        ({"resources": {"limits": {"ephemeral-storage": "500M"}}}, "500M"),
+        ({"resources": {"limits": {"ephemeral-storage": "2Gi"}}}, "1Gi"),
+        ({"resources": {"limits": {"ephemeral-storage": "1Gi"}}}, "1Gi"),
+        ({"resources": {"requests": {"ephemeral-storage": "100Mi"}}}, "1Gi"),
+        (
+            {
+                "scratch": {"sizeLimit": "64Mi"},
+                "resources": {"limits": {"ephemeral-storage": "100Mi"}},
+            },
+            "64Mi",
+        ),
+    ],
+)
+def test_scratch_is_an_empty_dir_at_tmp_named_by_tmpdir(spec: dict[str, Any], size: object) -> None:
+    pod = pod_spec(**spec)
+    assert pod["volumes"] == [{"name": "scratch", "emptyDir": {"sizeLimit": size}}]
+    (only,) = pod["containers"]
+    assert only["volumeMounts"] == [{"name": "scratch", "mountPath": "/tmp"}]
+    assert only["env"] == [TMPDIR]
+    assert only["securityContext"]["readOnlyRootFilesystem"] is True
+
+
+def test_the_scratch_size_leaves_the_checksum_alone() -> None:
+    """The ConfigMap data alone makes the checksum (docs/contract.md section 12)."""
+    checksums = {
+        deployment(**spec)["spec"]["template"]["metadata"]["annotations"][
+            "runtime.trussium.io/config-checksum"
+        ]
+        for spec in ({}, {"scratch": {"sizeLimit": "64Mi"}})
+    }
+    assert checksums == {config_checksum(BASE_DATA)}
 
 
 @pytest.mark.parametrize(("drain", "grace"), [(None, 36), (1, 7), (30, 36), (3600, 3606)])
