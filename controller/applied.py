@@ -14,7 +14,7 @@ import json
 import sys
 from typing import Any
 
-from controller.cache import Obj, strip_bookkeeping
+from controller.machinery.cache import Obj, strip_bookkeeping
 
 Key = tuple[str, str, str]
 

@@ -40,11 +40,11 @@ from cmdline.stopping import stop_on_signals
 from common import constants as c
 from common.managed_fields import GO_OPERATOR_MANAGER
 from controller.exclusion import GO_OPERATOR_LEASE, LeaseRef
-from controller.kube import Kube
-from controller.leader import Timing
+from controller.machinery.kube import Kube
+from controller.machinery.leader import Timing
+from controller.machinery.tokenbucket import TokenBucket
 from controller.manager import Manager, Options
 from controller.render_cmd import add_render_arguments, run_render
-from controller.tokenbucket import TokenBucket
 
 log = logging.getLogger("controller")
 PROGRAM = "trussium-controller"

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from typing import Any, cast
 
 from controller.applied import FIELDS_DIGEST, fields_digest
-from controller.cache import Obj, identity_only, strip_bookkeeping
+from controller.machinery.cache import Obj, identity_only, strip_bookkeeping
 from controller.takeover import managers_kept
 
 _METADATA = (

@@ -23,9 +23,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from controller import metrics
-from controller.kube import LEASES, ApiError, Kube
-from controller.leader import LeaseRecord, can_take, record_of
+from controller.machinery import metrics
+from controller.machinery.kube import LEASES, ApiError, Kube
+from controller.machinery.leader import LeaseRecord, can_take, record_of
 
 log = logging.getLogger("controller.exclusion")
 

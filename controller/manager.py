@@ -20,20 +20,20 @@ from cmdline.metadata_only import METADATA_ONLY, METADATA_ONLY_WATCH
 from cmdline.stopping import until_stopped as _until
 from common import constants as c
 from common.conditions import conditions_of, find_condition
-from controller import metrics
-from controller.cache import Change
 from controller.errors import classify
 from controller.exclusion import GO_OPERATOR_LEASE, ForeignLeaseGate, LeaseRef
-from controller.informer import Informer
-from controller.kube import JSON, Kube, describe
-from controller.leader import RELEASE_SECONDS, LeaderElector, Timing
+from controller.machinery import metrics
+from controller.machinery.cache import Change
+from controller.machinery.informer import Informer
+from controller.machinery.kube import JSON, Kube, describe
+from controller.machinery.leader import RELEASE_SECONDS, LeaderElector, Timing
+from controller.machinery.names import NamespacedName
+from controller.machinery.workqueue import WorkQueue
 from controller.mapping import SecretReferences
-from controller.names import NamespacedName
 from controller.reconciler import LEGACY_FIELD_MANAGERS, Reconciler
 from controller.recorder import Recorder
 from controller.secret_lookup import look_up_secrets
 from controller.watches import SECRETS_ROLE, Caches, Mapper, Watch, watch_table
-from controller.workqueue import WorkQueue
 
 log = logging.getLogger("controller.manager")
 # The shutdown budget (docs/operations.md): in-flight reconciles get DRAIN_SECONDS

@@ -21,10 +21,10 @@ from common.references import referenced_secret_names
 from common.render import ObjectRef, disabled_optional_objects, render_managed_objects
 from common.status import Outcome, compute_status, invalid_spec_status, status_differs
 from controller.applied import AppliedObjects
-from controller.cache import Obj
 from controller.errors import Failure, ReconcileError, classify, failure_message
-from controller.kube import OWNED, RUNTIMES, ApiError, Kube
-from controller.names import NamespacedName
+from controller.machinery.cache import Obj
+from controller.machinery.kube import OWNED, RUNTIMES, ApiError, Kube
+from controller.machinery.names import NamespacedName
 from controller.recorder import Recorder
 from controller.referenced_secrets import Presence
 from controller.steps import step_for

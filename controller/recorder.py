@@ -20,7 +20,7 @@ from typing import Any
 
 from common import constants as c
 from common.events import EventDecision
-from controller.kube import EVENTS, ApiError, Kube, describe
+from controller.machinery.kube import EVENTS, ApiError, Kube, describe
 
 log = logging.getLogger("controller.events")
 

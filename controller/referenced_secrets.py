@@ -21,10 +21,10 @@ import enum
 import itertools
 from collections import deque
 
-from controller.cache import Change, Obj, Store
 from controller.compact import secret_form
+from controller.machinery.cache import Change, Obj, Store
+from controller.machinery.names import NamespacedName
 from controller.mapping import SecretReferences
-from controller.names import NamespacedName
 
 
 class Presence(enum.Enum):

@@ -13,9 +13,9 @@ import asyncio
 from collections.abc import Callable
 
 from cmdline.metadata_only import METADATA_ONLY
-from controller.backoff import Backoff
-from controller.cache import Change
-from controller.kube import SECRETS, Kube, KubeError, describe
+from controller.machinery.backoff import Backoff
+from controller.machinery.cache import Change
+from controller.machinery.kube import SECRETS, Kube, KubeError, describe
 from controller.referenced_secrets import ReferencedSecrets
 
 

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 from common import constants as c
 from common.api import TrussiumRuntime
-from controller.cache import Obj
 from controller.drift import POD_TEMPLATE, foreign_removals, service_ports_restoration
-from controller.kube import APPLY_PATCH, JSON_PATCH, OWNED, ApiError, Kube
+from controller.machinery.cache import Obj
+from controller.machinery.kube import APPLY_PATCH, JSON_PATCH, OWNED, ApiError, Kube
 
 log = logging.getLogger("controller.reconciler")  # a step's lines are its reconcile's
 

@@ -14,8 +14,8 @@ invalid version is validated each time: its status needs the errors.
 from common.api import TrussiumRuntime
 from common.parsing import parse_runtime
 from common.validation import FieldError, validate_runtime
-from controller.cache import Obj
-from controller.names import NamespacedName
+from controller.machinery.cache import Obj
+from controller.machinery.names import NamespacedName
 
 
 class ValidVersions:

@@ -13,11 +13,11 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 from common import constants as c
-from controller.cache import Cache, Change, Index, Obj, Store, strip_bookkeeping
 from controller.compact import managed_form, runtime_form
-from controller.kube import OWNED, RUNTIMES, SECRETS, Resource
+from controller.machinery.cache import Cache, Change, Index, Obj, Store, strip_bookkeeping
+from controller.machinery.kube import OWNED, RUNTIMES, SECRETS, Resource
+from controller.machinery.names import NamespacedName
 from controller.mapping import SecretReferences, owner_of, runtime_change
-from controller.names import NamespacedName
 from controller.referenced_secrets import ReferencedSecrets
 
 RUNTIMES_ROLE = "runtimes"

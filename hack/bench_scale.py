@@ -45,9 +45,9 @@ from cmdline.metadata_only import METADATA_ONLY, METADATA_ONLY_WATCH
 from common.api import TrussiumRuntime
 from common.defaulting import apply_defaults
 from common.render import render_managed_objects
-from controller.cache import Cache, Change, Store, identity_only
-from controller.informer import Informer
-from controller.kube import (
+from controller.machinery.cache import Cache, Change, Store, identity_only
+from controller.machinery.informer import Informer
+from controller.machinery.kube import (
     APPLY_PATCH,
     JSON,
     OWNED,

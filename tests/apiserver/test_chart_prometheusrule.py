@@ -11,7 +11,7 @@ import pytest
 import yaml
 from prometheus_client import REGISTRY, CollectorRegistry
 
-import controller.metrics  # noqa: F401  (registers the controller's metrics in REGISTRY)
+import controller.machinery.metrics  # noqa: F401  (registers the controller's metrics in REGISTRY)
 from devcluster import ControlPlane
 from tests.support.chart import find, fullname, release_name, render
 from webhook.metrics import WebhookMetrics

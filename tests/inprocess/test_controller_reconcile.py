@@ -18,9 +18,9 @@ from common.api import TrussiumRuntime
 from common.defaulting import apply_defaults
 from common.managed_fields import GO_OPERATOR_MANAGER
 from common.render import render_managed_objects
-from controller import informer, metrics
-from controller.backoff import Backoff
-from controller.kube import APPLY_PATCH, JSON_PATCH, TransportError
+from controller.machinery import informer, metrics
+from controller.machinery.backoff import Backoff
+from controller.machinery.kube import APPLY_PATCH, JSON_PATCH, TransportError
 from controller.manager import Manager, Options
 from tests.support.barriers import until, until_quiescent
 from tests.support.controller_harness import condition, runtime_manifest

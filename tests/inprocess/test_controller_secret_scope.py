@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from prometheus_client import REGISTRY, generate_latest
 
-from controller import informer, metrics
-from controller.backoff import Backoff
-from controller.kube import SECRETS, ApiError, TransportError
+from controller.machinery import informer, metrics
+from controller.machinery.backoff import Backoff
+from controller.machinery.kube import SECRETS, ApiError, TransportError
 from controller.manager import Manager, Options
 from controller.referenced_secrets import Presence
 from tests.support.barriers import until, until_quiescent

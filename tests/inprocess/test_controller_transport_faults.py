@@ -13,12 +13,12 @@ from collections.abc import AsyncIterator, Callable
 import pytest
 
 from controller import manager as manager_module
-from controller.backoff import Backoff
-from controller.informer import Informer
-from controller.kube import SECRETS, Resource
-from controller.leader import LeaderElector, LeadershipLostError, Timing
+from controller.machinery.backoff import Backoff
+from controller.machinery.informer import Informer
+from controller.machinery.kube import SECRETS, Resource
+from controller.machinery.leader import LeaderElector, LeadershipLostError, Timing
+from controller.machinery.names import NamespacedName
 from controller.manager import Manager, Options
-from controller.names import NamespacedName
 from controller.reconciler import Reconciler
 from devcluster.layout import free_port
 from tests.support.fake_apiserver import FakeApiServer, Lease, Watch

@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from controller.cache import LAST_APPLIED, Store, identity_only
+from controller.machinery.cache import LAST_APPLIED, Store, identity_only
 
 
 def obj(name: str, version: str, **meta: Any) -> dict[str, Any]:

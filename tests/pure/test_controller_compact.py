@@ -17,8 +17,8 @@ from common.defaulting import apply_defaults
 from common.render import render_managed_objects
 from common.status import Outcome, compute_status
 from controller.applied import AppliedObjects
-from controller.cache import Change, Store
 from controller.compact import managed_form, runtime_form
+from controller.machinery.cache import Change, Store
 from controller.mapping import owner_of
 from controller.reconciler import LEGACY_FIELD_MANAGERS
 from controller.takeover import needs_takeover

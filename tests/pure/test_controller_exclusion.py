@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 
 from controller.exclusion import ForeignLeaseGate, LeaseRef
-from controller.kube import ApiError, Kube
+from controller.machinery.kube import ApiError, Kube
 
 LEASE = LeaseRef("trussium-operator-system", "d4fd4c09.trussium.io")
 

@@ -8,7 +8,7 @@ import yaml
 
 from common import validation
 from controller import validated
-from controller.names import NamespacedName
+from controller.machinery.names import NamespacedName
 from controller.validated import ValidVersions
 
 MINIMAL = Path(__file__).parents[1] / "samples" / "valid" / "minimal.yaml"

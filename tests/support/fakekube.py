@@ -28,7 +28,7 @@ from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 from common import constants as c
-from controller.kube import (
+from controller.machinery.kube import (
     APPLY_PATCH,
     EVENTS,
     JSON,

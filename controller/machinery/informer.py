@@ -16,9 +16,17 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from controller.backoff import Backoff
-from controller.cache import Cache, Change
-from controller.kube import JSON, ApiError, Kube, KubeError, Resource, TransportError, describe
+from controller.machinery.backoff import Backoff
+from controller.machinery.cache import Cache, Change
+from controller.machinery.kube import (
+    JSON,
+    ApiError,
+    Kube,
+    KubeError,
+    Resource,
+    TransportError,
+    describe,
+)
 
 log = logging.getLogger("controller.informer")
 PAGE_SIZE = 500

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from controller import metrics
-from controller.kube import LEASES, ApiError, Kube, KubeError, describe
+from controller.machinery import metrics
+from controller.machinery.kube import LEASES, ApiError, Kube, KubeError, describe
 from controller.recorder import micro_time
 
 log = logging.getLogger("controller.leader")

@@ -20,8 +20,8 @@ from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from common import constants as c
-from controller import metrics
-from controller.tokenbucket import TokenBucket
+from controller.machinery import metrics
+from controller.machinery.tokenbucket import TokenBucket
 
 JSON = "application/json"
 APPLY_PATCH = "application/apply-patch+yaml"
