@@ -23,9 +23,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from controller.machinery import metrics
 from controller.machinery.kube import LEASES, ApiError, Kube
 from controller.machinery.leader import LeaseRecord, can_take, record_of
+from controller.metrics import FOREIGN_LEASE_HELD
 
 log = logging.getLogger("controller.exclusion")
 
@@ -61,7 +61,7 @@ class ForeignLeaseGate:
         self._observed: tuple[LeaseRecord | None, float] = (None, 0.0)
         self._problem = ""
         self._state = "unknown"
-        metrics.FOREIGN_LEASE_HELD.labels(str(lease)).set(1)
+        FOREIGN_LEASE_HELD.labels(str(lease)).set(1)
 
     def is_open(self) -> bool:
         return self._open.is_set()
@@ -106,13 +106,13 @@ class ForeignLeaseGate:
         self._state = state
         if held_by is None:
             self._open.set()
-            metrics.FOREIGN_LEASE_HELD.labels(str(self.lease)).set(0)
+            FOREIGN_LEASE_HELD.labels(str(self.lease)).set(0)
             log.info(
                 "the Go operator's lease is free: reconciling", extra={"fields": self._fields()}
             )
             return
         self._open.clear()
-        metrics.FOREIGN_LEASE_HELD.labels(str(self.lease)).set(1)
+        FOREIGN_LEASE_HELD.labels(str(self.lease)).set(1)
         log.warning(
             "the Go operator holds its leader lease: not reconciling until it expires "
             "(scale the Go operator to zero)",

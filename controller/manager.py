@@ -30,6 +30,7 @@ from controller.machinery.leader import RELEASE_SECONDS, LeaderElector, Timing
 from controller.machinery.names import NamespacedName
 from controller.machinery.workqueue import WorkQueue
 from controller.mapping import SecretReferences
+from controller.metrics import CONTROLLER, QUEUE, register_runtime_gauge
 from controller.reconciler import LEGACY_FIELD_MANAGERS, Reconciler
 from controller.recorder import Recorder
 from controller.secret_lookup import look_up_secrets
@@ -67,8 +68,8 @@ class Manager:
     def __init__(self, kube: Kube, options: Options) -> None:
         self.kube = kube
         self.options = options
-        self.queue = WorkQueue[NamespacedName](metrics.QUEUE)
-        metrics.init_controller(options.workers, lambda: self.queue.in_flight)
+        self.queue = WorkQueue[NamespacedName](QUEUE)
+        metrics.init_controller(CONTROLLER, QUEUE, options.workers, lambda: self.queue.in_flight)
         self.watches = watch_table(SecretReferences())
         self.caches = Caches.for_watches(self.watches)
         self.informers = [self._informer(watch) for watch in self.watches]
@@ -139,7 +140,7 @@ class Manager:
 
     async def run(self, stop: asyncio.Event) -> int:
         """Run until `stop` is set (exit 0) or the leader lease is lost (exit 1)."""
-        collector = metrics.register_runtime_gauge(self._ready_statuses)
+        collector = register_runtime_gauge(self._ready_statuses)
         runners = [
             await serve(probes_app(self.ready, "caches not synced"), self.options.health_address),
             await serve(metrics_app(), self.options.metrics_address),
@@ -237,7 +238,7 @@ class Manager:
                 failure = classify(error)
                 if failure.counted:
                     result = "error"
-                    metrics.RECONCILE_ERRORS.labels(metrics.CONTROLLER).inc()
+                    metrics.RECONCILE_ERRORS.labels(CONTROLLER).inc()
                     log.warning(
                         "reconcile error, retrying with backoff",
                         exc_info=error if failure.traceback else None,
@@ -250,10 +251,8 @@ class Manager:
                 self.queue.forget(key)
             finally:
                 self.queue.done(key)
-                metrics.RECONCILE_TIME.labels(metrics.CONTROLLER).observe(
-                    time.monotonic() - started
-                )
-                metrics.RECONCILE_TOTAL.labels(metrics.CONTROLLER, result).inc()
+                metrics.RECONCILE_TIME.labels(CONTROLLER).observe(time.monotonic() - started)
+                metrics.RECONCILE_TOTAL.labels(CONTROLLER, result).inc()
 
 
 async def _leadership_lost(holding: asyncio.Task[None], workers: list[asyncio.Task[None]]) -> int:

@@ -22,8 +22,9 @@ from common.render import ObjectRef, disabled_optional_objects, render_managed_o
 from common.status import Outcome, compute_status, invalid_spec_status, status_differs
 from controller.applied import AppliedObjects
 from controller.errors import Failure, ReconcileError, classify, failure_message
+from controller.kinds import OWNED, RUNTIMES
 from controller.machinery.cache import Obj
-from controller.machinery.kube import OWNED, RUNTIMES, ApiError, Kube
+from controller.machinery.kube import ApiError, Kube
 from controller.machinery.names import NamespacedName
 from controller.recorder import Recorder
 from controller.referenced_secrets import Presence

@@ -18,8 +18,9 @@ from dataclasses import dataclass
 from common import constants as c
 from common.api import TrussiumRuntime
 from controller.drift import POD_TEMPLATE, foreign_removals, service_ports_restoration
+from controller.kinds import OWNED
 from controller.machinery.cache import Obj
-from controller.machinery.kube import APPLY_PATCH, JSON_PATCH, OWNED, ApiError, Kube
+from controller.machinery.kube import APPLY_PATCH, JSON_PATCH, ApiError, Kube
 
 log = logging.getLogger("controller.reconciler")  # a step's lines are its reconcile's
 

@@ -17,8 +17,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from common.managed_fields import has_legacy_entries, take_over
+from controller.kinds import OWNED
 from controller.machinery.cache import Obj, strip_bookkeeping
-from controller.machinery.kube import JSON_PATCH, OWNED, ApiError, Kube
+from controller.machinery.kube import JSON_PATCH, ApiError, Kube
 
 log = logging.getLogger("controller.takeover")
 # What of a managedFields entry the cache keeps: enough to spot a legacy writer.

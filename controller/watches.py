@@ -14,8 +14,9 @@ from dataclasses import dataclass
 
 from common import constants as c
 from controller.compact import managed_form, runtime_form
+from controller.kinds import OWNED, RUNTIMES
 from controller.machinery.cache import Cache, Change, Index, Obj, Store, strip_bookkeeping
-from controller.machinery.kube import OWNED, RUNTIMES, SECRETS, Resource
+from controller.machinery.kube import SECRETS, Resource
 from controller.machinery.names import NamespacedName
 from controller.mapping import SecretReferences, owner_of, runtime_change
 from controller.referenced_secrets import ReferencedSecrets

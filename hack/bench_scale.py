@@ -45,17 +45,10 @@ from cmdline.metadata_only import METADATA_ONLY, METADATA_ONLY_WATCH
 from common.api import TrussiumRuntime
 from common.defaulting import apply_defaults
 from common.render import render_managed_objects
+from controller.kinds import OWNED, RUNTIMES
 from controller.machinery.cache import Cache, Change, Store, identity_only
 from controller.machinery.informer import Informer
-from controller.machinery.kube import (
-    APPLY_PATCH,
-    JSON,
-    OWNED,
-    RUNTIMES,
-    SECRETS,
-    Kube,
-    Resource,
-)
+from controller.machinery.kube import APPLY_PATCH, JSON, SECRETS, Kube, Resource
 from devcluster import ControlPlane, Profile
 from devcluster.hostoperator import install_crds
 from hack import bench_scale_numbers as numbers

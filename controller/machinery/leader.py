@@ -26,8 +26,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from controller.machinery import metrics
-from controller.machinery.kube import LEASES, ApiError, Kube, KubeError, describe
-from controller.recorder import micro_time
+from controller.machinery.kube import LEASES, ApiError, Kube, KubeError, describe, micro_time
 
 log = logging.getLogger("controller.leader")
 RELEASE_SECONDS = 5.0

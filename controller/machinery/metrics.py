@@ -1,15 +1,11 @@
 """Prometheus metrics under the names dashboards already chart for controller-runtime
 and client-go (work queue, REST client, leader election), in the process-wide
-registry, which also carries the process and Python metrics."""
+registry, which also carries the process and Python metrics. Series are labelled
+by the controller's and the queue's names, which the caller chooses."""
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 
-from prometheus_client import REGISTRY, Counter, Gauge, Histogram
-from prometheus_client.core import GaugeMetricFamily
-from prometheus_client.registry import Collector
-
-CONTROLLER = "trussiumruntime"
-QUEUE = "trussiumruntime"
+from prometheus_client import Counter, Gauge, Histogram
 
 RECONCILE_TOTAL = Counter(
     "controller_runtime_reconcile_total",
@@ -83,44 +79,16 @@ LEADER = Gauge(
     "1 while this process holds the leader lease, else 0.",
     ["name"],
 )
-FOREIGN_LEASE_HELD = Gauge(
-    "trussium_foreign_lease_held",
-    "1 while reconciling waits for another operator's leader Lease (the Go operator's) "
-    "to expire or be released, else 0.",
-    ["lease"],
-)
 
 
-def init_controller(workers: int, active_workers: Callable[[], int]) -> None:
+def init_controller(
+    controller: str, queue: str, workers: int, active_workers: Callable[[], int]
+) -> None:
     """What controller-runtime sets up when a controller starts: every series exists
     from the first scrape (rates and ratios need no "absent" special case)."""
     for result in ("success", "error", "requeue"):
-        RECONCILE_TOTAL.labels(CONTROLLER, result)
-    RECONCILE_ERRORS.labels(CONTROLLER)
-    WORKQUEUE_RETRIES.labels(QUEUE)
-    MAX_CONCURRENT_RECONCILES.labels(CONTROLLER).set(workers)
-    ACTIVE_WORKERS.labels(CONTROLLER).set_function(active_workers)
-
-
-class RuntimesByReady(Collector):
-    """`trussium_runtimes{ready}`: counted from the cache at scrape time, never stale."""
-
-    def __init__(self, ready_statuses: Callable[[], Iterable[str]]) -> None:
-        self._ready_statuses = ready_statuses
-
-    def collect(self) -> Iterator[GaugeMetricFamily]:
-        counts = {"True": 0, "False": 0, "Unknown": 0}
-        for status in self._ready_statuses():
-            counts[status if status in counts else "Unknown"] += 1
-        family = GaugeMetricFamily(
-            "trussium_runtimes", "TrussiumRuntimes by Ready condition status.", labels=["ready"]
-        )
-        for status, count in counts.items():
-            family.add_metric([status], count)
-        yield family
-
-
-def register_runtime_gauge(ready_statuses: Callable[[], Iterable[str]]) -> Collector:
-    collector = RuntimesByReady(ready_statuses)
-    REGISTRY.register(collector)
-    return collector
+        RECONCILE_TOTAL.labels(controller, result)
+    RECONCILE_ERRORS.labels(controller)
+    WORKQUEUE_RETRIES.labels(queue)
+    MAX_CONCURRENT_RECONCILES.labels(controller).set(workers)
+    ACTIVE_WORKERS.labels(controller).set_function(active_workers)

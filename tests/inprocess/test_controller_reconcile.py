@@ -22,6 +22,7 @@ from controller.machinery import informer, metrics
 from controller.machinery.backoff import Backoff
 from controller.machinery.kube import APPLY_PATCH, JSON_PATCH, TransportError
 from controller.manager import Manager, Options
+from controller.metrics import CONTROLLER, QUEUE
 from tests.support.barriers import until, until_quiescent
 from tests.support.controller_harness import condition, runtime_manifest
 from tests.support.fakekube import FakeKube, Obj
@@ -57,12 +58,12 @@ class Running:
 
 
 def counter(result: str) -> float:
-    labels = {"controller": metrics.CONTROLLER, "result": result}
+    labels = {"controller": CONTROLLER, "result": result}
     return REGISTRY.get_sample_value("controller_runtime_reconcile_total", labels) or 0.0
 
 
 def errors() -> float:
-    labels = {"controller": metrics.CONTROLLER}
+    labels = {"controller": CONTROLLER}
     return REGISTRY.get_sample_value("controller_runtime_reconcile_errors_total", labels) or 0.0
 
 
@@ -71,7 +72,7 @@ async def running(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Running]:
     # client-go's relist delay (0.4 s and up) would dominate these tests; the rule is the same.
     monkeypatch.setattr(informer, "Backoff", functools.partial(Backoff, base=0.01, cap=0.05))
     # The queue depth gauge is process-wide: a previous test's manager may have left a value.
-    metrics.WORKQUEUE_DEPTH.labels(metrics.QUEUE).set(0)
+    metrics.WORKQUEUE_DEPTH.labels(QUEUE).set(0)
     fake = FakeKube()
     manager = Manager(fake, Options(health_address="0", metrics_address="0"))
     stop = asyncio.Event()

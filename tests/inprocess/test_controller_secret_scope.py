@@ -15,6 +15,7 @@ from controller.machinery import informer, metrics
 from controller.machinery.backoff import Backoff
 from controller.machinery.kube import SECRETS, ApiError, TransportError
 from controller.manager import Manager, Options
+from controller.metrics import QUEUE
 from controller.referenced_secrets import Presence
 from tests.support.barriers import until, until_quiescent
 from tests.support.controller_harness import condition, runtime_manifest
@@ -67,7 +68,7 @@ def fake() -> FakeKube:
 async def start(fake: FakeKube, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Start]:
     """Start the controller once the test has put what it wants in place before it."""
     monkeypatch.setattr(informer, "Backoff", functools.partial(Backoff, base=0.01, cap=0.05))
-    metrics.WORKQUEUE_DEPTH.labels(metrics.QUEUE).set(0)
+    metrics.WORKQUEUE_DEPTH.labels(QUEUE).set(0)
     stop = asyncio.Event()
     tasks: list[asyncio.Task[int]] = []
 
