@@ -50,9 +50,9 @@ from controller.machinery.cache import Cache, Change, Store, identity_only
 from controller.machinery.informer import Informer
 from controller.machinery.kube import APPLY_PATCH, JSON, SECRETS, Kube, Resource
 from devcluster import ControlPlane, Profile
+from devcluster.controller_harness import USER_AGENT_PREFIX, Controller, runtime_manifest
 from devcluster.hostoperator import install_crds
 from hack import bench_scale_numbers as numbers
-from tests.support.controller_harness import USER_AGENT_PREFIX, Controller, runtime_manifest
 
 NAMESPACE = "bench"
 FLOOR_NAMESPACE = "floor"

@@ -23,8 +23,8 @@ from controller.machinery.backoff import Backoff
 from controller.machinery.kube import APPLY_PATCH, JSON_PATCH, TransportError
 from controller.manager import Manager, Options
 from controller.metrics import CONTROLLER, QUEUE
-from tests.support.barriers import until, until_quiescent
-from tests.support.controller_harness import condition, runtime_manifest
+from devcluster.barriers import until, until_quiescent
+from devcluster.controller_harness import condition, runtime_manifest
 from tests.support.fakekube import FakeKube, Obj
 from tests.support.parse_count import counting_parses
 

@@ -17,8 +17,8 @@ from controller.machinery.kube import SECRETS, ApiError, TransportError
 from controller.manager import Manager, Options
 from controller.metrics import QUEUE
 from controller.referenced_secrets import Presence
-from tests.support.barriers import until, until_quiescent
-from tests.support.controller_harness import condition, runtime_manifest
+from devcluster.barriers import until, until_quiescent
+from devcluster.controller_harness import condition, runtime_manifest
 from tests.support.fakekube import FakeKube, Obj
 
 NS = "team"

@@ -14,16 +14,7 @@ import pytest
 import yaml
 
 from devcluster import ControlPlane
-from devcluster.hostoperator import install_crds
-from tests.node.runtime_image import (
-    MISSING_TAG,
-    STANDIN_REPOSITORY,
-    STANDIN_TAG,
-    UPGRADE_TAG,
-    import_standin,
-    pin_by_digest,
-)
-from tests.support.controller_harness import (
+from devcluster.controller_harness import (
     Obj,
     apply,
     condition,
@@ -34,6 +25,15 @@ from tests.support.controller_harness import (
     scoped,
     wait_condition,
     wait_for,
+)
+from devcluster.hostoperator import install_crds
+from tests.node.runtime_image import (
+    MISSING_TAG,
+    STANDIN_REPOSITORY,
+    STANDIN_TAG,
+    UPGRADE_TAG,
+    import_standin,
+    pin_by_digest,
 )
 
 pytestmark = pytest.mark.node

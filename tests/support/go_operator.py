@@ -15,8 +15,8 @@ from common.api import TrussiumRuntime
 from common.defaulting import apply_defaults
 from common.render import render_managed_objects
 from devcluster import ControlPlane
+from devcluster.controller_harness import must_get, wait_for
 from devcluster.hostoperator import install_crds
-from tests.support.controller_harness import must_get, wait_for
 
 GO_CRD = Path(__file__).resolve().parents[1] / "fixtures" / "go-operator-crd.yaml"
 GO_MANAGER = "manager"

@@ -18,9 +18,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from common.conditions import conditions_of, find_condition
-from devcluster import ControlPlane, polling
+from devcluster import ControlPlane, barriers, polling
 from devcluster.layout import free_port
-from tests.support import barriers
 
 USER_AGENT_PREFIX = "trussium-operator/"
 IMAGE = "ghcr.io/trussium/runtime"
