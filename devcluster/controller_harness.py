@@ -84,7 +84,7 @@ class Controller:
         return text
 
     def wait_quiescent(self, interval: float = 1.0, timeout: float = 60.0) -> None:
-        """Until every change the controller was told of is handled (tests/support/barriers.py)."""
+        """Until every change the controller was told of is handled (devcluster/barriers.py)."""
         barriers.wait_quiescent(self.scrape, interval, timeout)
 
     def metric(self, name: str, **labels: str) -> float:
