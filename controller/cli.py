@@ -39,9 +39,10 @@ from cmdline.options import (
 from cmdline.stopping import stop_on_signals
 from common import constants as c
 from common.managed_fields import GO_OPERATOR_MANAGER
-from controller.exclusion import GO_OPERATOR_LEASE, LeaseRef
+from controller.exclusion import GO_OPERATOR_LEASE
 from controller.machinery.kube import Kube
 from controller.machinery.leader import Timing
+from controller.machinery.names import NamespacedName
 from controller.machinery.tokenbucket import TokenBucket
 from controller.manager import Manager, Options
 from controller.render_cmd import add_render_arguments, run_render
@@ -187,7 +188,7 @@ def options_from(args: argparse.Namespace) -> Options:
             name.strip() for name in str(args.legacy_field_managers).split(",") if name.strip()
         ),
         exclusion_lease=(
-            LeaseRef(args.go_operator_lease_namespace, args.go_operator_lease_name)
+            NamespacedName(args.go_operator_lease_namespace, args.go_operator_lease_name)
             if args.go_operator_exclusion
             else None
         ),

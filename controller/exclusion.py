@@ -21,27 +21,18 @@ import logging
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from controller.machinery.kube import LEASES, ApiError, Kube
 from controller.machinery.leader import LeaseRecord, can_take, record_of
+from controller.machinery.names import NamespacedName
 from controller.metrics import FOREIGN_LEASE_HELD
 
 log = logging.getLogger("controller.exclusion")
 
 
-@dataclass(frozen=True)
-class LeaseRef:
-    namespace: str
-    name: str
-
-    def __str__(self) -> str:
-        return f"{self.namespace}/{self.name}"
-
-
 # The leader-election ID in the Go operator's main.go, in the namespace of its kustomize
 # bundle (its Helm chart runs it in the release namespace instead).
-GO_OPERATOR_LEASE = LeaseRef("trussium-operator-system", "d4fd4c09.trussium.io")
+GO_OPERATOR_LEASE = NamespacedName("trussium-operator-system", "d4fd4c09.trussium.io")
 
 
 class ForeignLeaseGate:
@@ -50,7 +41,7 @@ class ForeignLeaseGate:
     def __init__(
         self,
         kube: Kube,
-        lease: LeaseRef,
+        lease: NamespacedName,
         identity: str,
         period: float,
         clock: Callable[[], float] = time.monotonic,
@@ -78,9 +69,7 @@ class ForeignLeaseGate:
 
     async def check(self) -> None:
         try:
-            lease = await self.kube.request(
-                "GET", LEASES.path(self.lease.namespace, self.lease.name)
-            )
+            lease = await self.kube.request("GET", LEASES.path(*self.lease))
         except ApiError as error:
             if error.not_found:
                 self._set(held_by=None)

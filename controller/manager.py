@@ -21,7 +21,7 @@ from cmdline.stopping import until_stopped as _until
 from common import constants as c
 from common.conditions import conditions_of, find_condition
 from controller.errors import classify
-from controller.exclusion import GO_OPERATOR_LEASE, ForeignLeaseGate, LeaseRef
+from controller.exclusion import GO_OPERATOR_LEASE, ForeignLeaseGate
 from controller.machinery import metrics
 from controller.machinery.cache import Change
 from controller.machinery.informer import Informer
@@ -61,7 +61,7 @@ class Options:
     # Field managers whose Update entries are moved to ours (ADR 0008).
     legacy_field_managers: frozenset[str] = LEGACY_FIELD_MANAGERS
     # Reconcile only while this Lease (the Go operator's) is not held; None: never wait.
-    exclusion_lease: LeaseRef | None = GO_OPERATOR_LEASE
+    exclusion_lease: NamespacedName | None = GO_OPERATOR_LEASE
 
 
 class Manager:
@@ -86,8 +86,7 @@ class Manager:
         self.elector = (
             LeaderElector(
                 kube,
-                options.leader_election_namespace,
-                options.leader_election_id,
+                NamespacedName(options.leader_election_namespace, options.leader_election_id),
                 options.identity,
                 options.timing,
             )

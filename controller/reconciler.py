@@ -53,9 +53,9 @@ class Reconciler:
         self.valid = ValidVersions()
 
     async def reconcile(self, key: NamespacedName) -> None:
-        obj = self.caches.runtimes.store.get(*key)
+        obj = self.caches.runtimes.store.get(key)
         if obj is None:
-            self.applied.forget(*key)
+            self.applied.forget(key)
             self.valid.forget(key)
             return
         if obj["metadata"].get("deletionTimestamp"):
@@ -110,12 +110,12 @@ class Reconciler:
         if deployment is None or not last or desired in (last, status.get("desiredImage")):
             return obj
         await self._report(obj, runtime, Outcome(), deployment, service)
-        return self.caches.runtimes.store.get(*key) or obj
+        return self.caches.runtimes.store.get(key) or obj
 
     def _observed(self, key: NamespacedName) -> tuple[Obj | None, Obj | None]:
         return (
-            self.caches.owned("Deployment").store.get(*key),
-            self.caches.owned("Service").store.get(*key),
+            self.caches.owned("Deployment").store.get(key),
+            self.caches.owned("Service").store.get(key),
         )
 
     def _check_secrets(self, runtime: TrussiumRuntime) -> Outcome | None:
@@ -134,9 +134,9 @@ class Reconciler:
         store = self.caches.referenced_secrets
         namespace = runtime.metadata.namespace
         for name in names:
-            if error := store.lookup_error(namespace, name):
+            if error := store.lookup_error(NamespacedName(namespace, name)):
                 return Outcome(reference_check_error=error)
-        presence = {name: store.presence(namespace, name) for name in names}
+        presence = {name: store.presence(NamespacedName(namespace, name)) for name in names}
         if Presence.UNKNOWN in presence.values():
             return None
         return Outcome(missing_secrets=tuple(n for n in names if presence[n] is Presence.MISSING))
@@ -145,13 +145,13 @@ class Reconciler:
         """Apply every managed object in order (each kind's step, `controller/steps.py`),
         delete disabled ones; return the fresh Deployment and Service."""
         key = NamespacedName(runtime.metadata.namespace, runtime.metadata.name)
-        live_deployment = self.caches.owned("Deployment").store.get(*key)
+        live_deployment = self.caches.owned("Deployment").store.get(key)
         observed: dict[str, Obj | None] = dict(
             zip(("Deployment", "Service"), self._observed(key), strict=True)
         )
         for rendered in render_managed_objects(runtime, live_deployment):
             kind = rendered["kind"]
-            live = self.caches.owned(kind).store.get(*key)
+            live = self.caches.owned(kind).store.get(key)
             if needs_takeover(live, self.legacy_managers):
                 # Apply after the takeover even if nothing else changed: it is what prunes.
                 # An autoscaled Deployment's apply stays guarded by the cached version (its
@@ -168,7 +168,7 @@ class Reconciler:
 
     async def _delete_if_ours(self, runtime: TrussiumRuntime, ref: ObjectRef) -> None:
         namespace = runtime.metadata.namespace
-        live = self.caches.owned(ref.kind).store.get(namespace, ref.name)
+        live = self.caches.owned(ref.kind).store.get(NamespacedName(namespace, ref.name))
         if live is None or not _controlled_by(live, runtime.metadata.uid):
             return
         try:

@@ -59,8 +59,8 @@ class Store:
         self._transform = transform
         self._index = index
 
-    def get(self, namespace: str, name: str) -> Obj | None:
-        return self._objects.get(NamespacedName(namespace, name))
+    def get(self, key: NamespacedName) -> Obj | None:
+        return self._objects.get(key)
 
     def __len__(self) -> int:
         return len(self._objects)

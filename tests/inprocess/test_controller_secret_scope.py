@@ -14,6 +14,7 @@ from prometheus_client import REGISTRY, generate_latest
 from controller.machinery import informer, metrics
 from controller.machinery.backoff import Backoff
 from controller.machinery.kube import SECRETS, ApiError, TransportError
+from controller.machinery.names import NamespacedName
 from controller.manager import Manager, Options
 from controller.metrics import QUEUE
 from controller.referenced_secrets import Presence
@@ -22,6 +23,7 @@ from devcluster.controller_harness import condition, runtime_manifest
 from tests.support.fakekube import FakeKube, Obj
 
 NS = "team"
+API_KEY = NamespacedName(NS, "api-key")
 CREDENTIALS = {
     "type": "openai",
     "model": "m",
@@ -123,7 +125,7 @@ async def test_only_referenced_secrets_are_cached_whether_listed_or_watched(
     await until(lambda: secret_lists(fake) > listed and manager.ready(), "a relist")
     await quiescent()
     assert len(store) == 1
-    assert store.get(NS, "api-key") is not None
+    assert store.get(NamespacedName(NS, "api-key")) is not None
 
 
 async def test_a_secret_referenced_after_the_list_is_looked_up_not_read_as_missing(
@@ -154,7 +156,7 @@ async def test_a_secret_found_while_the_list_runs_stays_though_the_list_passed_i
     second_page.release()
     manager = await starting
     await reads(fake, "True", "ReferencesResolved")
-    assert manager.caches.referenced_secrets.presence(NS, "api-key") is Presence.PRESENT
+    assert manager.caches.referenced_secrets.presence(API_KEY) is Presence.PRESENT
 
 
 async def test_a_secret_created_after_its_runtime_resolves_it(fake: FakeKube, start: Start) -> None:
@@ -163,7 +165,7 @@ async def test_a_secret_created_after_its_runtime_resolves_it(fake: FakeKube, st
     await reads(fake, "False", "SecretNotFound")  # the lookup answered: it does not exist
     fake.create(secret("api-key"))
     await reads(fake, "True", "ReferencesResolved")
-    assert manager.caches.referenced_secrets.presence(NS, "api-key") is Presence.PRESENT
+    assert manager.caches.referenced_secrets.presence(API_KEY) is Presence.PRESENT
 
 
 async def test_a_deleted_secret_is_reported_and_an_unreferenced_one_forgotten(
@@ -215,7 +217,7 @@ async def test_a_lookup_answer_older_than_a_watch_event_is_discarded(
     await reads(fake, "False", "SecretNotFound")
     release.set()
     await quiescent()
-    assert manager.caches.referenced_secrets.presence(NS, "api-key") is Presence.MISSING
+    assert manager.caches.referenced_secrets.presence(API_KEY) is Presence.MISSING
     await reads(fake, "False", "SecretNotFound")
 
 
