@@ -1,9 +1,9 @@
 """The controller's wiring, in one place, and its lifecycle.
 
 Read the watch table (`controller.watches.watch_table`) as controller-runtime's
-builder sentence: For(TrussiumRuntime, generation changed).Owns(ConfigMap,
-ServiceAccount, Service, Deployment, PodDisruptionBudget, NetworkPolicy,
-HorizontalPodAutoscaler).Watches(Secret metadata, referencing runtimes).
+builder sentence: For(TrussiumRuntime, generation changed).Owns(each managed
+kind of the registry, `controller/kinds.py`).Watches(Secret metadata,
+referencing runtimes).
 The manager starts one informer per entry, each filling the cache of its role.
 """
 
@@ -22,6 +22,7 @@ from common import constants as c
 from common.conditions import conditions_of, find_condition
 from controller.errors import classify
 from controller.exclusion import GO_OPERATOR_LEASE, ForeignLeaseGate
+from controller.kinds import MANAGED_KINDS, ManagedKind
 from controller.machinery import metrics
 from controller.machinery.cache import Change
 from controller.machinery.informer import Informer
@@ -65,16 +66,22 @@ class Options:
 
 
 class Manager:
-    def __init__(self, kube: Kube, options: Options) -> None:
+    def __init__(
+        self, kube: Kube, options: Options, kinds: tuple[ManagedKind, ...] = MANAGED_KINDS
+    ) -> None:
         self.kube = kube
         self.options = options
         self.queue = WorkQueue[NamespacedName](QUEUE)
         metrics.init_controller(CONTROLLER, QUEUE, options.workers, lambda: self.queue.in_flight)
-        self.watches = watch_table(SecretReferences())
+        self.watches = watch_table(SecretReferences(), kinds)
         self.caches = Caches.for_watches(self.watches)
         self.informers = [self._informer(watch) for watch in self.watches]
         self.reconciler = Reconciler(
-            kube, self.caches, Recorder(kube, options.identity), options.legacy_field_managers
+            kube,
+            self.caches,
+            Recorder(kube, options.identity),
+            options.legacy_field_managers,
+            kinds,
         )
         self.gate = (
             ForeignLeaseGate(

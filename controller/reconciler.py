@@ -18,17 +18,15 @@ from common.events import decide_events
 from common.images import render_image
 from common.managed_fields import GO_OPERATOR_MANAGER
 from common.references import referenced_secret_names
-from common.render import ObjectRef, disabled_optional_objects, render_managed_objects
 from common.status import Outcome, compute_status, invalid_spec_status, status_differs
 from controller.applied import AppliedObjects
 from controller.errors import Failure, ReconcileError, classify, failure_message
-from controller.kinds import OWNED, RUNTIMES
+from controller.kinds import MANAGED_KINDS, RUNTIMES, ManagedKind, disabled_kinds
 from controller.machinery.cache import Obj
 from controller.machinery.kube import ApiError, Kube
 from controller.machinery.names import NamespacedName
 from controller.recorder import Recorder
 from controller.referenced_secrets import Presence
-from controller.steps import step_for
 from controller.takeover import needs_takeover, take_over_fields
 from controller.validated import ValidVersions
 from controller.watches import Caches
@@ -44,8 +42,10 @@ class Reconciler:
         caches: Caches,
         recorder: Recorder,
         legacy_managers: frozenset[str] = LEGACY_FIELD_MANAGERS,
+        kinds: tuple[ManagedKind, ...] = MANAGED_KINDS,
     ) -> None:
         self.kube = kube
+        self.kinds = kinds
         self.caches = caches
         self.recorder = recorder
         self.legacy_managers = legacy_managers
@@ -142,39 +142,45 @@ class Reconciler:
         return Outcome(missing_secrets=tuple(n for n in names if presence[n] is Presence.MISSING))
 
     async def _converge(self, runtime: TrussiumRuntime) -> tuple[Obj | None, Obj | None]:
-        """Apply every managed object in order (each kind's step, `controller/steps.py`),
-        delete disabled ones; return the fresh Deployment and Service."""
+        """Apply every enabled kind's object in registry order, each with its kind's step
+        (`controller/kinds.py`), then delete the disabled kinds' objects; return the
+        fresh Deployment and Service."""
         key = NamespacedName(runtime.metadata.namespace, runtime.metadata.name)
-        live_deployment = self.caches.owned("Deployment").store.get(key)
+        cached_deployment = self.caches.owned("Deployment").store.get(key)
         observed: dict[str, Obj | None] = dict(
             zip(("Deployment", "Service"), self._observed(key), strict=True)
         )
-        for rendered in render_managed_objects(runtime, live_deployment):
-            kind = rendered["kind"]
-            live = self.caches.owned(kind).store.get(key)
+        for kind in self.kinds:
+            if not kind.enabled(runtime):
+                continue
+            rendered = kind.render(runtime, cached_deployment)
+            live = self.caches.owned(kind.kind).store.get(key)
             if needs_takeover(live, self.legacy_managers):
                 # Apply after the takeover even if nothing else changed: it is what prunes.
                 # An autoscaled Deployment's apply stays guarded by the cached version (its
                 # replica count came from there), so it fails once and retries fresh.
-                await take_over_fields(self.kube, kind, *key, self.legacy_managers, c.FIELD_MANAGER)
+                await take_over_fields(
+                    self.kube, kind.resource, key, self.legacy_managers, c.FIELD_MANAGER
+                )
             elif self.applied.unchanged(rendered, live):
                 continue
-            answer = await step_for(kind).apply(self.kube, runtime, rendered, live)
+            answer = await kind.step.apply(self.kube, kind.resource, runtime, rendered, live)
             self.applied.record(rendered, answer)
-            observed[kind] = answer
-        for ref in disabled_optional_objects(runtime):
-            await self._delete_if_ours(runtime, ref)
+            observed[kind.kind] = answer
+        for kind in disabled_kinds(runtime, self.kinds):
+            await self._delete_if_ours(runtime, kind, key)
         return observed["Deployment"], observed["Service"]
 
-    async def _delete_if_ours(self, runtime: TrussiumRuntime, ref: ObjectRef) -> None:
-        namespace = runtime.metadata.namespace
-        live = self.caches.owned(ref.kind).store.get(NamespacedName(namespace, ref.name))
+    async def _delete_if_ours(
+        self, runtime: TrussiumRuntime, kind: ManagedKind, key: NamespacedName
+    ) -> None:
+        live = self.caches.owned(kind.kind).store.get(key)
         if live is None or not _controlled_by(live, runtime.metadata.uid):
             return
         try:
             await self.kube.request(
                 "DELETE",
-                OWNED[ref.kind].path(namespace, ref.name),
+                kind.resource.path(*key),
                 body={"preconditions": {"uid": live["metadata"]["uid"]}},
             )
         except ApiError as error:

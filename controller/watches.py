@@ -1,9 +1,8 @@
 """What the controller watches, one entry per watch, and the caches they fill.
 
 The table reads as controller-runtime's builder sentence:
-For(TrussiumRuntime, generation changed).Owns(ConfigMap, ServiceAccount,
-Service, Deployment, PodDisruptionBudget, NetworkPolicy,
-HorizontalPodAutoscaler).Watches(Secret metadata, referencing runtimes).
+For(TrussiumRuntime, generation changed).Owns(each kind of the registry,
+`controller/kinds.py`).Watches(Secret metadata, referencing runtimes).
 
 Each entry names its role, which is how its cache is addressed: `runtimes`,
 `secrets`, or the managed kind it owns.
@@ -14,7 +13,7 @@ from dataclasses import dataclass
 
 from common import constants as c
 from controller.compact import managed_form, runtime_form
-from controller.kinds import OWNED, RUNTIMES
+from controller.kinds import MANAGED_KINDS, RUNTIMES, ManagedKind
 from controller.machinery.cache import Cache, Change, Index, Obj, Store, strip_bookkeeping
 from controller.machinery.kube import SECRETS, Resource
 from controller.machinery.names import NamespacedName
@@ -43,16 +42,28 @@ class Watch:
     store: Store | None = None
     # The role whose cache must sync before this watch lists: its store filters by it.
     after: str | None = None
+    # Its API may not be served (a CRD not installed): the cache counts as synced,
+    # empty, until the API appears (`controller.machinery.informer`).
+    optional: bool = False
 
 
-def watch_table(references: SecretReferences) -> tuple[Watch, ...]:
+def watch_table(
+    references: SecretReferences, kinds: tuple[ManagedKind, ...] = MANAGED_KINDS
+) -> tuple[Watch, ...]:
     """Every watch, with `references` kept by the runtimes cache for the Secret mapper
     and for the Secret cache, which keeps only the Secrets it names."""
     return (
         Watch(RUNTIMES_ROLE, RUNTIMES, runtime_change, transform=runtime_form, index=references),
         *(
-            Watch(kind, resource, owner_of, c.MANAGED_SELECTOR, transform=managed_form(kind))
-            for kind, resource in OWNED.items()
+            Watch(
+                kind.kind,
+                kind.resource,
+                owner_of,
+                c.MANAGED_SELECTOR,
+                transform=managed_form(kind.reads),
+                optional=kind.optional,
+            )
+            for kind in kinds
         ),
         Watch(
             SECRETS_ROLE,

@@ -44,8 +44,7 @@ from cmdline.kubeconfig import environment_read_once
 from cmdline.metadata_only import METADATA_ONLY, METADATA_ONLY_WATCH
 from common.api import TrussiumRuntime
 from common.defaulting import apply_defaults
-from common.render import render_managed_objects
-from controller.kinds import OWNED, RUNTIMES
+from controller.kinds import OWNED, RUNTIMES, render_managed_objects
 from controller.machinery.cache import Cache, Change, Store, identity_only
 from controller.machinery.informer import Informer
 from controller.machinery.kube import APPLY_PATCH, JSON, SECRETS, Kube, Resource

@@ -24,7 +24,7 @@ from typing import Any
 
 from common.api import TrussiumRuntime
 from common.defaulting import apply_defaults
-from common.render import render_managed_objects
+from controller.kinds import render_managed_objects
 from devcluster import ControlPlane
 from devcluster.controller_harness import IMAGE, Obj, runtime_manifest
 

@@ -17,7 +17,7 @@ from common import constants as c
 from common.api import TrussiumRuntime
 from common.defaulting import apply_defaults
 from common.managed_fields import GO_OPERATOR_MANAGER
-from common.render import render_managed_objects
+from controller.kinds import render_managed_objects
 from controller.machinery import informer, metrics
 from controller.machinery.backoff import Backoff
 from controller.machinery.kube import APPLY_PATCH, JSON_PATCH, TransportError
