@@ -110,6 +110,8 @@ class Manager:
             label_selector=watch.label_selector,
             accept=(METADATA_ONLY, METADATA_ONLY_WATCH) if watch.metadata_only else (JSON, JSON),
             cache=self.caches[watch.role],
+            optional=watch.optional,
+            on_served=self._enqueue_every_runtime,
         )
 
     async def _run_informer(self, watch: Watch, informer: Informer) -> None:
@@ -125,6 +127,11 @@ class Manager:
         await look_up_secrets(
             self.kube, self.caches.referenced_secrets, self._enqueue(secrets.map_to)
         )
+
+    def _enqueue_every_runtime(self) -> None:
+        """An optional kind's API appeared: every runtime may need its object now."""
+        for runtime in self.caches.runtimes.store.values():
+            self.queue.add(NamespacedName.of(runtime))
 
     def _enqueue(self, map_to: Mapper) -> Callable[[Change], None]:
         def enqueue(change: Change) -> None:
@@ -176,8 +183,7 @@ class Manager:
         log.info("caches synced", extra={"fields": {"runtimes": len(runtimes)}})
         if self.elector and not await _until(stop, self.elector.acquire()):
             return 0
-        for runtime in runtimes.values():
-            self.queue.add(NamespacedName.of(runtime))
+        self._enqueue_every_runtime()
         workers = [asyncio.create_task(self._work(stop)) for _ in range(self.options.workers)]
         holding = asyncio.create_task(self.elector.hold() if self.elector else _forever())
         stopping = asyncio.create_task(stop.wait())

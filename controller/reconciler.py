@@ -144,13 +144,15 @@ class Reconciler:
     async def _converge(self, runtime: TrussiumRuntime) -> tuple[Obj | None, Obj | None]:
         """Apply every enabled kind's object in registry order, each with its kind's step
         (`controller/kinds.py`), then delete the disabled kinds' objects; return the
-        fresh Deployment and Service."""
+        fresh Deployment and Service. An optional kind whose API is not served is
+        left out until it is (its appearance requeues every runtime)."""
         key = NamespacedName(runtime.metadata.namespace, runtime.metadata.name)
         cached_deployment = self.caches.owned("Deployment").store.get(key)
         observed: dict[str, Obj | None] = dict(
             zip(("Deployment", "Service"), self._observed(key), strict=True)
         )
-        for kind in self.kinds:
+        served = [kind for kind in self.kinds if self.caches.owned(kind.kind).served]
+        for kind in served:
             if not kind.enabled(runtime):
                 continue
             rendered = kind.render(runtime, cached_deployment)
@@ -167,7 +169,7 @@ class Reconciler:
             answer = await kind.step.apply(self.kube, kind.resource, runtime, rendered, live)
             self.applied.record(rendered, answer)
             observed[kind.kind] = answer
-        for kind in disabled_kinds(runtime, self.kinds):
+        for kind in disabled_kinds(runtime, tuple(served)):
             await self._delete_if_ours(runtime, kind, key)
         return observed["Deployment"], observed["Service"]
 

@@ -112,14 +112,16 @@ class Cache:
     """What readers of one watch get: its Store, and whether the Store can be trusted.
 
     The informer filling it sets `synced` after its first complete list (and
-    keeps it), `fresh` while listed and watching with no failure since, and
-    `last_error` while its last list failed."""
+    keeps it), `fresh` while listed and watching with no failure since,
+    `last_error` while its last list failed, and `served` False while the API
+    of an optional resource is not served (the store is then empty)."""
 
     def __init__(self, store: Store | None = None) -> None:
         self.store = store if store is not None else Store()  # an empty Store is falsy
         self.synced = asyncio.Event()
         self.fresh = False
         self.last_error: str | None = None
+        self.served = True
 
 
 def _version(obj: Obj | None) -> str | None:
