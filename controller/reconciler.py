@@ -28,7 +28,7 @@ from controller.machinery.names import NamespacedName
 from controller.recorder import Recorder
 from controller.referenced_secrets import Presence
 from controller.takeover import needs_takeover, take_over_fields
-from controller.validated import ValidVersions
+from controller.validated import ValidGenerations
 from controller.watches import Caches
 
 log = logging.getLogger("controller.reconciler")
@@ -50,7 +50,7 @@ class Reconciler:
         self.recorder = recorder
         self.legacy_managers = legacy_managers
         self.applied = AppliedObjects()
-        self.valid = ValidVersions()
+        self.valid = ValidGenerations()
 
     async def reconcile(self, key: NamespacedName) -> None:
         obj = self.caches.runtimes.store.get(key)

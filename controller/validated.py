@@ -1,14 +1,17 @@
-"""Parsing a cached runtime once per reconcile, validating each version once.
+"""Parsing a cached runtime once per reconcile, validating each generation once.
 
 `validate_runtime` checks the whole object against the CRD schema and the
 contract's rules, a third of a settled reconcile's CPU (ADR 0016). Most
-reconciles, those a Deployment's status change causes, read the same
-runtime version as the reconcile before, and a verdict depends on nothing
-but the object, which a resourceVersion names. So each runtime's last
-valid resourceVersion is kept: a reconcile of it only parses
-(`parse_runtime`), any other validates, and the verdict carries the parse
-(`ValidationResult.runtime`). Either way the runtime is parsed once. An
-invalid version is validated each time: its status needs the errors.
+reconciles, those a Deployment's status change causes, read the same spec
+as the reconcile before, and a verdict depends only on the spec and the
+name: the spec is what `metadata.generation` counts, and the name never
+changes. So each runtime's last valid generation is kept (with its uid, so a
+runtime deleted and created again under the same name is validated afresh):
+a reconcile of it only parses (`parse_runtime`), any other validates, and the
+verdict carries the parse (`ValidationResult.runtime`). Either way the runtime
+is parsed once. The status writes of a rollout leave the generation alone, so
+they cost no validation. An invalid generation is validated each time: its
+status needs the errors.
 """
 
 from common.api import TrussiumRuntime
@@ -18,16 +21,18 @@ from controller.machinery.cache import Obj
 from controller.machinery.names import NamespacedName
 
 
-class ValidVersions:
+class ValidGenerations:
     def __init__(self) -> None:
-        self._valid: dict[NamespacedName, str] = {}
+        self._valid: dict[NamespacedName, tuple[str, int]] = {}
 
     def parse(
         self, key: NamespacedName, obj: Obj
     ) -> tuple[TrussiumRuntime | None, tuple[FieldError, ...]]:
         """The runtime as admission would see it, defaulted and parsed; or why it is invalid."""
-        version = obj["metadata"].get("resourceVersion")
-        if version and self._valid.get(key) == version:
+        meta = obj["metadata"]
+        uid, generation = meta.get("uid"), meta.get("generation")
+        seen = (uid, generation) if isinstance(uid, str) and isinstance(generation, int) else None
+        if seen is not None and self._valid.get(key) == seen:
             runtime = parse_runtime(obj).runtime
             if runtime is not None:
                 return runtime, ()
@@ -37,8 +42,8 @@ class ValidVersions:
             self._valid.pop(key, None)
             problem = verdict.parsed.runtime_problem if verdict.parsed else ""
             return None, verdict.errors or (FieldError("metadata", problem),)
-        if version:
-            self._valid[key] = version
+        if seen is not None:
+            self._valid[key] = seen
         return runtime, ()
 
     def forget(self, key: NamespacedName) -> None:

@@ -14,9 +14,11 @@ import pytest
 from prometheus_client import REGISTRY, generate_latest
 
 from common import constants as c
+from common import validation
 from common.api import TrussiumRuntime
 from common.defaulting import apply_defaults
 from common.managed_fields import GO_OPERATOR_MANAGER
+from controller import validated
 from controller.kinds import render_managed_objects
 from controller.machinery import informer, metrics
 from controller.machinery.backoff import Backoff
@@ -357,3 +359,28 @@ async def test_each_reconcile_parses_its_runtime_once(running: Running) -> None:
     reconciles = counter("success") - before
     assert reconciles >= 1
     assert (len(parses.objects), parses.spec_models) == (reconciles, reconciles + 1)
+
+
+async def test_a_rollout_validates_its_new_generation_once(
+    running: Running, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The reconciles of one rollout (the apply, then each Deployment status change)
+    read one generation, whose status writes move the resourceVersion: one validation."""
+    fake = running.fake
+    fake.apply(runtime_manifest("rt", NS))
+    await reconciled(running)
+    generations: list[int] = []
+
+    def counting(obj: Any, *args: Any, **kwargs: Any) -> validation.ValidationResult:
+        generations.append(obj["metadata"]["generation"])
+        return validation.validate_runtime(obj, *args, **kwargs)
+
+    monkeypatch.setattr(validated, "validate_runtime", counting)
+    before = counter("success")
+    fake.apply(runtime_manifest("rt", NS, replicas=2))
+    await running.condition("Ready", "False", "RuntimeNotReady")
+    roll_out(fake)
+    runtime = await running.condition("Ready", "True", "RuntimeReady")
+    await running.quiescent()
+    assert counter("success") - before >= 2
+    assert generations == [runtime["metadata"]["generation"]]
