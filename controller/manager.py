@@ -30,11 +30,10 @@ from controller.machinery.kube import JSON, Kube, describe
 from controller.machinery.leader import RELEASE_SECONDS, LeaderElector, Timing
 from controller.machinery.names import NamespacedName
 from controller.machinery.workqueue import WorkQueue
-from controller.mapping import SecretReferences
 from controller.metrics import CONTROLLER, QUEUE, register_runtime_gauge
 from controller.reconciler import LEGACY_FIELD_MANAGERS, Reconciler
 from controller.recorder import Recorder
-from controller.secret_lookup import look_up_secrets
+from controller.secret_presence import SecretPresence
 from controller.watches import SECRETS_ROLE, Caches, Mapper, Watch, watch_table
 
 log = logging.getLogger("controller.manager")
@@ -73,12 +72,14 @@ class Manager:
         self.options = options
         self.queue = WorkQueue[NamespacedName](QUEUE)
         metrics.init_controller(CONTROLLER, QUEUE, options.workers, lambda: self.queue.in_flight)
-        self.watches = watch_table(SecretReferences(), kinds)
+        self.secrets = SecretPresence()
+        self.watches = watch_table(self.secrets, kinds)
         self.caches = Caches.for_watches(self.watches)
         self.informers = [self._informer(watch) for watch in self.watches]
         self.reconciler = Reconciler(
             kube,
             self.caches,
+            self.secrets,
             Recorder(kube, options.identity),
             options.legacy_field_managers,
             kinds,
@@ -124,9 +125,7 @@ class Manager:
 
     async def _look_up_secrets(self) -> None:
         secrets = next(w for w in self.watches if w.role == SECRETS_ROLE)
-        await look_up_secrets(
-            self.kube, self.caches.referenced_secrets, self._enqueue(secrets.map_to)
-        )
+        await self.secrets.look_up(self.kube, self._enqueue(secrets.map_to))
 
     def _enqueue_every_runtime(self) -> None:
         """An optional kind's API appeared: every runtime may need its object now."""

@@ -26,7 +26,7 @@ from controller.machinery.cache import Obj
 from controller.machinery.kube import ApiError, Kube
 from controller.machinery.names import NamespacedName
 from controller.recorder import Recorder
-from controller.referenced_secrets import Presence
+from controller.secret_presence import SecretPresence
 from controller.takeover import needs_takeover, take_over_fields
 from controller.validated import ValidGenerations
 from controller.watches import Caches
@@ -40,6 +40,7 @@ class Reconciler:
         self,
         kube: Kube,
         caches: Caches,
+        secrets: SecretPresence,
         recorder: Recorder,
         legacy_managers: frozenset[str] = LEGACY_FIELD_MANAGERS,
         kinds: tuple[ManagedKind, ...] = MANAGED_KINDS,
@@ -47,6 +48,7 @@ class Reconciler:
         self.kube = kube
         self.kinds = kinds
         self.caches = caches
+        self.secrets = secrets
         self.recorder = recorder
         self.legacy_managers = legacy_managers
         self.applied = AppliedObjects()
@@ -76,7 +78,7 @@ class Reconciler:
                 )
             await self._publish(obj, status, now)
             return
-        outcome = self._check_secrets(runtime)
+        outcome = self.secrets.check(key.namespace, referenced_secret_names(runtime.spec))
         if outcome is None:
             log.debug("waiting for a Secret lookup", extra={"fields": key.fields()})
             return
@@ -117,29 +119,6 @@ class Reconciler:
             self.caches.owned("Deployment").store.get(key),
             self.caches.owned("Service").store.get(key),
         )
-
-    def _check_secrets(self, runtime: TrussiumRuntime) -> Outcome | None:
-        """Existence only, from the metadata-only Secret cache; None while a Secret
-        referenced since the last list is still being looked up
-        (`controller.referenced_secrets`). The contract's status table has no row for
-        "not known yet", and it is neither missing nor a failure: the reconcile waits
-        (its answer enqueues the runtime) and reports nothing meanwhile."""
-        names = referenced_secret_names(runtime.spec)
-        if not names:
-            return Outcome()
-        secrets = self.caches.secrets
-        if not secrets.synced.is_set() or secrets.last_error:
-            reason = secrets.last_error or "the Secret cache is not synced yet"
-            return Outcome(reference_check_error=f"cannot list Secrets: {reason}")
-        store = self.caches.referenced_secrets
-        namespace = runtime.metadata.namespace
-        for name in names:
-            if error := store.lookup_error(NamespacedName(namespace, name)):
-                return Outcome(reference_check_error=error)
-        presence = {name: store.presence(NamespacedName(namespace, name)) for name in names}
-        if Presence.UNKNOWN in presence.values():
-            return None
-        return Outcome(missing_secrets=tuple(n for n in names if presence[n] is Presence.MISSING))
 
     async def _converge(self, runtime: TrussiumRuntime) -> tuple[Obj | None, Obj | None]:
         """Apply every enabled kind's object in registry order, each with its kind's step

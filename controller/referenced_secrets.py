@@ -10,7 +10,7 @@ reference does.
 
 A reference that appears after the Secret list began may name a Secret the
 list already passed over, so its existence is *unknown* until a lookup (a
-metadata-only list by name, `controller.secret_lookup`) answers, or a watch
+metadata-only list by name, `controller.secret_presence`) answers, or a watch
 event or a completed relist says first; a lookup answer older than either is
 discarded. Reading "unknown" as "missing" would report SecretNotFound for a
 Secret that exists.

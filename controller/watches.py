@@ -17,8 +17,8 @@ from controller.kinds import MANAGED_KINDS, RUNTIMES, ManagedKind
 from controller.machinery.cache import Cache, Change, Index, Obj, Store, strip_bookkeeping
 from controller.machinery.kube import SECRETS, Resource
 from controller.machinery.names import NamespacedName
-from controller.mapping import SecretReferences, owner_of, runtime_change
-from controller.referenced_secrets import ReferencedSecrets
+from controller.mapping import owner_of, runtime_change
+from controller.secret_presence import SecretPresence
 
 RUNTIMES_ROLE = "runtimes"
 SECRETS_ROLE = "secrets"
@@ -38,8 +38,8 @@ class Watch:
     transform: Callable[[Obj], Obj] = strip_bookkeeping
     # Kept up to date with the cache, for a mapper to read.
     index: Index | None = None
-    # A store of its own kind (then transform and index are its business).
-    store: Store | None = None
+    # A cache of its own (then transform and index are its business).
+    cache: Cache | None = None
     # The role whose cache must sync before this watch lists: its store filters by it.
     after: str | None = None
     # Its API may not be served (a CRD not installed): the cache counts as synced,
@@ -48,10 +48,11 @@ class Watch:
 
 
 def watch_table(
-    references: SecretReferences, kinds: tuple[ManagedKind, ...] = MANAGED_KINDS
+    secrets: SecretPresence, kinds: tuple[ManagedKind, ...] = MANAGED_KINDS
 ) -> tuple[Watch, ...]:
-    """Every watch, with `references` kept by the runtimes cache for the Secret mapper
-    and for the Secret cache, which keeps only the Secrets it names."""
+    """Every watch: the runtimes cache keeps the Secret references up to date, which
+    the Secret mapper reads and the Secret cache keeps to."""
+    references = secrets.references
     return (
         Watch(RUNTIMES_ROLE, RUNTIMES, runtime_change, transform=runtime_form, index=references),
         *(
@@ -70,7 +71,7 @@ def watch_table(
             SECRETS,
             references.runtimes_referencing,
             metadata_only=True,
-            store=ReferencedSecrets(references),
+            cache=secrets.cache,
             after=RUNTIMES_ROLE,
         ),
     )
@@ -86,7 +87,7 @@ class Caches:
     def for_watches(cls, watches: tuple[Watch, ...]) -> "Caches":
         return cls(
             {
-                w.role: Cache(w.store if w.store is not None else Store(w.transform, w.index))
+                w.role: w.cache if w.cache is not None else Cache(Store(w.transform, w.index))
                 for w in watches
             }
         )
@@ -100,17 +101,6 @@ class Caches:
     @property
     def runtimes(self) -> Cache:
         return self._by_role[RUNTIMES_ROLE]
-
-    @property
-    def secrets(self) -> Cache:
-        return self._by_role[SECRETS_ROLE]
-
-    @property
-    def referenced_secrets(self) -> ReferencedSecrets:
-        store = self.secrets.store
-        if not isinstance(store, ReferencedSecrets):
-            raise TypeError("the Secret cache is not scoped to referenced Secrets")
-        return store
 
     def owned(self, kind: str) -> Cache:
         return self._by_role[kind]

@@ -1,4 +1,4 @@
-"""The Secret cache keeps only referenced Secrets (controller/referenced_secrets.py), yet a
+"""The Secret cache keeps only referenced Secrets (controller/secret_presence.py), yet a
 runtime never reads a Secret that exists as missing: the whole controller against the
 in-memory API server, with the lookup of a Secret referenced after the list held at
 will to race a watch event."""
@@ -100,7 +100,7 @@ async def test_only_referenced_secrets_are_cached_whether_listed_or_watched(
     assert secret_lists(fake) == 0  # filtering by an index not filled yet would drop api-key
     runtimes_listed.release()
     manager = await starting
-    store = manager.caches.secrets.store
+    store = manager.secrets.cache.store
     assert len(store) == 1  # the list kept the one referenced Secret
     await reads(fake, "True", "ReferencesResolved")
     assert lookups(fake) == []  # the list came after the runtimes: nothing to look up
@@ -133,13 +133,13 @@ async def test_a_secret_referenced_after_the_list_is_looked_up_not_read_as_missi
 ) -> None:
     fake.create(secret("api-key"))
     manager = await start()
-    assert len(manager.caches.secrets.store) == 0  # nobody referenced it at the list
+    assert len(manager.secrets.cache.store) == 0  # nobody referenced it at the list
 
     fake.apply(referencing())
     await reads(fake, "True", "ReferencesResolved")
     assert lookups(fake) == [f"GET {SECRETS.path(NS)}"]
     assert all(";as=PartialObjectMetadata" in c.accept for c in fake.calls if "/secrets" in c.path)
-    assert len(manager.caches.secrets.store) == 1
+    assert len(manager.secrets.cache.store) == 1
 
 
 async def test_a_secret_found_while_the_list_runs_stays_though_the_list_passed_it_over(
@@ -156,7 +156,7 @@ async def test_a_secret_found_while_the_list_runs_stays_though_the_list_passed_i
     second_page.release()
     manager = await starting
     await reads(fake, "True", "ReferencesResolved")
-    assert manager.caches.referenced_secrets.presence(API_KEY) is Presence.PRESENT
+    assert manager.secrets.presence(API_KEY) is Presence.PRESENT
 
 
 async def test_a_secret_created_after_its_runtime_resolves_it(fake: FakeKube, start: Start) -> None:
@@ -165,7 +165,7 @@ async def test_a_secret_created_after_its_runtime_resolves_it(fake: FakeKube, st
     await reads(fake, "False", "SecretNotFound")  # the lookup answered: it does not exist
     fake.create(secret("api-key"))
     await reads(fake, "True", "ReferencesResolved")
-    assert manager.caches.referenced_secrets.presence(API_KEY) is Presence.PRESENT
+    assert manager.secrets.presence(API_KEY) is Presence.PRESENT
 
 
 async def test_a_deleted_secret_is_reported_and_an_unreferenced_one_forgotten(
@@ -187,7 +187,7 @@ async def test_a_deleted_secret_is_reported_and_an_unreferenced_one_forgotten(
     }
     fake.apply(referencing(provider=other))
     await reads(fake, "True", "ReferencesResolved")
-    store = manager.caches.secrets.store
+    store = manager.secrets.cache.store
     assert [s["metadata"]["name"] for s in store.values()] == ["other-key"]
 
 
@@ -217,7 +217,7 @@ async def test_a_lookup_answer_older_than_a_watch_event_is_discarded(
     await reads(fake, "False", "SecretNotFound")
     release.set()
     await quiescent()
-    assert manager.caches.referenced_secrets.presence(API_KEY) is Presence.MISSING
+    assert manager.secrets.presence(API_KEY) is Presence.MISSING
     await reads(fake, "False", "SecretNotFound")
 
 

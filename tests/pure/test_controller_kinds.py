@@ -4,7 +4,7 @@ from typing import Any
 
 from common.api import TrussiumRuntime
 from controller.kinds import MANAGED_KINDS, disabled_kinds, render_managed_objects
-from controller.mapping import SecretReferences
+from controller.secret_presence import SecretPresence
 from controller.watches import watch_table
 
 EVERY_FEATURE: dict[str, Any] = {
@@ -30,9 +30,9 @@ def test_each_kind_renders_the_api_version_and_kind_its_entry_names() -> None:
 
 
 def test_the_watch_table_owns_every_kind_of_the_registry_it_is_given() -> None:
-    owned = [w for w in watch_table(SecretReferences()) if w.role not in ("runtimes", "secrets")]
+    owned = [w for w in watch_table(SecretPresence()) if w.role not in ("runtimes", "secrets")]
     assert [(w.role, w.resource, w.optional) for w in owned] == [
         (k.kind, k.resource, k.optional) for k in MANAGED_KINDS
     ]
-    only_two = watch_table(SecretReferences(), MANAGED_KINDS[:2])
+    only_two = watch_table(SecretPresence(), MANAGED_KINDS[:2])
     assert [w.role for w in only_two] == ["runtimes", "ConfigMap", "ServiceAccount", "secrets"]
