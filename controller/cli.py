@@ -29,8 +29,8 @@ from cmdline.options import (
     ArgumentParser,
     ConfigurationError,
     Subcommands,
+    add_flag,
     add_version,
-    env,
     env_bool,
     fail,
     list_environment,
@@ -127,10 +127,7 @@ def _run_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> N
         ),
     ]
     for flag, options in flags:
-        value = env(flag)
-        if value is not None:
-            options = options | {"default": value}
-        run.add_argument(flag, **options)  # type: ignore[arg-type]
+        add_flag(run, flag, **options)
     run.add_argument(
         "--leader-elect",
         action=argparse.BooleanOptionalAction,

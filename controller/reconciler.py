@@ -197,18 +197,12 @@ class Reconciler:
             return
         for decision in decide_events(old, new, failure=failure):
             await self.recorder.record(obj, decision, now)
-        if changed:
-            await self._write_status(obj, new)
-        meta = obj["metadata"]
+        if not changed:
+            return  # only a failure Event was posted: the status says it already
+        await self._write_status(obj, new)
+        ready = _condition(new, c.ConditionType.READY)
         log.info(
-            "status updated",
-            extra={
-                "fields": {
-                    "namespace": meta["namespace"],
-                    "name": meta["name"],
-                    "ready": _condition(new, c.ConditionType.READY),
-                }
-            },
+            "status updated", extra={"fields": NamespacedName.of(obj).fields() | {"ready": ready}}
         )
 
     async def _write_status(self, obj: Obj, status: dict[str, Any]) -> None:
