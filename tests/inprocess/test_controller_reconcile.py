@@ -6,6 +6,7 @@ on demand."""
 
 import asyncio
 import functools
+import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -22,7 +23,7 @@ from controller import validated
 from controller.kinds import render_managed_objects
 from controller.machinery import informer, metrics
 from controller.machinery.backoff import Backoff
-from controller.machinery.kube import APPLY_PATCH, JSON_PATCH, TransportError
+from controller.machinery.kube import APPLY_PATCH, JSON_PATCH, ApiError, TransportError
 from controller.manager import Manager, Options
 from controller.metrics import CONTROLLER, QUEUE
 from devcluster.barriers import until, until_quiescent
@@ -384,3 +385,27 @@ async def test_a_rollout_validates_its_new_generation_once(
     await running.quiescent()
     assert counter("success") - before >= 2
     assert generations == [runtime["metadata"]["generation"]]
+
+
+async def test_the_log_says_status_updated_exactly_when_the_status_was_written(
+    running: Running, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A second identical failure posts its Event but leaves the status as it is: no
+    "status updated" line for it."""
+    fake = running.fake
+    fake.apply(runtime_manifest("rt", NS))
+    await reconciled(running)
+    caplog.set_level(logging.INFO, logger="controller.reconciler")
+    since = len(fake.calls)
+    forbidden = ApiError(403, "Forbidden", "deployments is forbidden")
+    fake.fail(lambda call: call.method == "PATCH" and "/deployments/rt" in call.path, forbidden, 2)
+    fake.apply(runtime_manifest("rt", NS, replicas=2))
+    await until(
+        lambda: (fake.get("Deployment", NS, "rt") or {})["spec"].get("replicas") == 2,
+        "the new replica count applied after two failures",
+    )
+    await running.quiescent()
+    assert running.reasons().count("ReconciliationFailed") == 2
+    writes = [call for call in fake.calls[since:] if status_put("rt")(call)]
+    logged = [r for r in caplog.records if r.getMessage() == "status updated"]
+    assert len(logged) == len(writes)
