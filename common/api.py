@@ -1,7 +1,7 @@
 """Pydantic models of the runtime.trussium.io/v1alpha1 TrussiumRuntime API.
 
 The single source of truth for the API's shape, bounds and defaults: the CRD
-in charts/trussium-operator/crds/ is generated from these models
+in charts/trussium-operator/files/crds/ is generated from these models
 (`make crd`), and a test fails when the two disagree. Field
 descriptions become the CRD's (`kubectl explain`) and docs/api-reference.md.
 

@@ -20,7 +20,7 @@ from cmdline.metadata_only import METADATA_ONLY, METADATA_ONLY_WATCH
 from cmdline.stopping import until_stopped as _until
 from common import constants as c
 from common.conditions import conditions_of, find_condition
-from controller.errors import classify
+from controller.errors import Failure, classify
 from controller.exclusion import GO_OPERATOR_LEASE, ForeignLeaseGate
 from controller.kinds import MANAGED_KINDS, ManagedKind
 from controller.machinery import metrics
@@ -33,6 +33,7 @@ from controller.machinery.workqueue import WorkQueue
 from controller.metrics import CONTROLLER, QUEUE, register_runtime_gauge
 from controller.reconciler import LEGACY_FIELD_MANAGERS, Reconciler
 from controller.recorder import Recorder
+from controller.runtime_metrics import register_runtime_metrics
 from controller.secret_presence import SecretPresence
 from controller.watches import SECRETS_ROLE, Caches, Mapper, Watch, watch_table
 
@@ -153,6 +154,9 @@ class Manager:
     async def run(self, stop: asyncio.Event) -> int:
         """Run until `stop` is set (exit 0) or the leader lease is lost (exit 1)."""
         collector = register_runtime_gauge(self._ready_statuses)
+        per_runtime = register_runtime_metrics(
+            self.caches.runtimes.store.values, lambda: self.elector is None or self.elector.leading
+        )
         runners = [
             await serve(probes_app(self.ready, "caches not synced"), self.options.health_address),
             await serve(metrics_app(), self.options.metrics_address),
@@ -174,6 +178,7 @@ class Manager:
                 if runner is not None:
                     await runner.cleanup()
             REGISTRY.unregister(collector)
+            REGISTRY.unregister(per_runtime)
 
     async def _lead_and_work(self, stop: asyncio.Event) -> int:
         if not await _until(stop, self._all_synced()):
@@ -250,6 +255,8 @@ class Manager:
                 if failure.counted:
                     result = "error"
                     metrics.RECONCILE_ERRORS.labels(CONTROLLER).inc()
+                    if failure is Failure.BUG:  # controller-runtime's recovered panic
+                        metrics.RECONCILE_PANICS.labels(CONTROLLER).inc()
                     log.warning(
                         "reconcile error, retrying with backoff",
                         exc_info=error if failure.traceback else None,

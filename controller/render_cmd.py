@@ -52,9 +52,10 @@ def run_render(
     paths: Sequence[str], output: str, stdout: TextIO, stderr: TextIO, stdin: TextIO
 ) -> int:
     inputs = read_manifests(paths, stdin)
-    for problem in inputs.problems:
+    unusable = [*inputs.problems, *inputs.skipped]  # a template cannot be rendered as it is
+    for problem in unusable:
         print(problem, file=stderr)
-    if inputs.problems:
+    if unusable:
         return CONFIGURATION_ERROR
     report = check_documents(inputs.documents, generate_name=False)
     for finding in report.findings:

@@ -152,6 +152,46 @@ def apply(plane: ControlPlane, obj: Obj) -> None:
     )
 
 
+def patch_status(
+    kubectl: Callable[..., object], kind: str, name: str, namespace: str, status: Obj
+) -> None:
+    """Write `status` over an object's status subresource (a merge patch), as its
+    controller would."""
+    kubectl(
+        "patch",
+        kind,
+        name,
+        "-n",
+        namespace,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        json.dumps({"status": status}),
+    )
+
+
+def fill_pod_quota(plane: ControlPlane, namespace: str, pods: int) -> None:
+    """A ResourceQuota of `pods` Pods, once it counts that many running: the next Pod
+    (a rollout's surge Pod) is refused, and the Deployment reports ReplicaFailure."""
+    name = f"pods-{pods}"
+    quota = {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"hard": {"pods": str(pods)}},
+    }
+    apply(plane, quota)
+    wait_for(
+        lambda: (
+            (must_get(plane, "resourcequota", name, namespace).get("status") or {})
+            .get("used", {})
+            .get("pods")
+            == str(pods)
+        ),
+        f"the quota to count {pods} running pods",
+    )
+
+
 def get(plane: ControlPlane, kind: str, name: str, namespace: str) -> Obj | None:
     answer = plane.kubectl("get", kind, name, "-n", namespace, "-o", "json", check=False)
     if answer.returncode != 0:

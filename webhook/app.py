@@ -32,10 +32,9 @@ from common.defaulting import apply_defaults
 from common.guard import review_managed_deployment_update
 from common.json_limits import cut
 from common.validation import ValidationResult, ratchet, validate_runtime, with_missing_secrets
+from webhook.limits import DEFAULT_BODY_TIMEOUT_SECONDS, DEFAULT_MAX_REQUEST_BYTES
 from webhook.metrics import WebhookMetrics
 
-DEFAULT_MAX_REQUEST_BYTES = 3 * 1024 * 1024
-DEFAULT_BODY_TIMEOUT_SECONDS = 10.0
 # Well inside the API server's 5 s budget: a slow lookup only costs a warning.
 SECRET_LOOKUP_TIMEOUT_SECONDS = 1.0
 INTERNAL_ERROR = "internal error in the trussium webhook; see its logs"

@@ -34,8 +34,12 @@ from cmdline.options import (
     list_environment,
 )
 from common.constants import WEBHOOK_CONFIG_NAME, WEBHOOK_SECRET_NAME, WEBHOOK_SERVICE_NAME
-from webhook.app import DEFAULT_BODY_TIMEOUT_SECONDS, DEFAULT_MAX_REQUEST_BYTES
-from webhook.connections import DEFAULT_LIMITS, ConnectionLimits
+from webhook.limits import (
+    DEFAULT_BODY_TIMEOUT_SECONDS,
+    DEFAULT_LIMITS,
+    DEFAULT_MAX_REQUEST_BYTES,
+    ConnectionLimits,
+)
 from webhook.offline import add_validate_command
 
 PROGRAM = "trussium-webhook"

@@ -30,13 +30,9 @@ from cmdline.kubeconfig import new_api_client
 from cmdline.options import ConfigurationError
 from cmdline.stopping import stop_on_signals, until_stopped
 from common.constants import WEBHOOK_CONFIG_NAME, WEBHOOK_SECRET_NAME, WEBHOOK_SERVICE_NAME
-from webhook.app import (
-    DEFAULT_BODY_TIMEOUT_SECONDS,
-    AdmissionSettings,
-    create_admission_app,
-    create_health_app,
-)
-from webhook.connections import DEFAULT_LIMITS, ConnectionLimits, Listener, listen
+from webhook.app import AdmissionSettings, create_admission_app, create_health_app
+from webhook.connections import Listener, listen
+from webhook.limits import DEFAULT_BODY_TIMEOUT_SECONDS, DEFAULT_LIMITS, ConnectionLimits
 from webhook.metrics import WebhookMetrics
 from webhook.secret_names import secret_names_lister
 

@@ -107,6 +107,7 @@ class LeaderElector:
         self._renewed_at = 0.0
         self.leading = False
         metrics.LEADER.labels(lease.name).set(0)
+        metrics.LEADER_SLOWPATH.labels(lease.name)
 
     async def acquire(self) -> None:
         """Return once this process holds the Lease."""
@@ -182,9 +183,11 @@ class LeaderElector:
         return self._fields() | {"error": describe(error)}
 
     async def _try(self) -> bool:
-        """One acquire-or-renew attempt; a renewal reuses the Lease we wrote last (one PUT)."""
+        """One acquire-or-renew attempt; a renewal reuses the Lease we wrote last (one PUT,
+        client-go's fast path); after a conflict it reads the Lease first (the slow path)."""
+        fast = self.leading and self._lease is not None
         try:
-            lease = self._lease if self.leading and self._lease else await self._get()
+            lease = self._lease if fast and self._lease else await self._get()
         except ApiError as error:
             if not error.not_found:
                 raise
@@ -195,6 +198,8 @@ class LeaderElector:
             self._observed = (record, now)
         if not can_take(record, self.identity, self._observed[1], now):
             return False
+        if self.leading and not fast:
+            metrics.LEADER_SLOWPATH.labels(self.lease.name).inc()
         body = lease | {
             "spec": claimed_spec(
                 lease.get("spec"),

@@ -19,6 +19,7 @@ from devcluster.controller_harness import (
     apply,
     audit_entries,
     condition,
+    fill_pod_quota,
     get,
     lease_renewals,
     must_get,
@@ -193,22 +194,7 @@ def test_failed_upgrade_is_reported_once_and_recovers(
     with running_controller(plane, tmp_path / "controller.log", *scoped(namespace)) as controller:
         apply(plane, runtime_manifest(name, namespace))
         wait_ready(plane, name, namespace, f"{IMAGE}:1.0.0")
-        quota = {
-            "apiVersion": "v1",
-            "kind": "ResourceQuota",
-            "metadata": {"name": "one-pod", "namespace": namespace},
-            "spec": {"hard": {"pods": "1"}},
-        }
-        apply(plane, quota)
-        wait_for(
-            lambda: (
-                (must_get(plane, "resourcequota", "one-pod", namespace).get("status") or {})
-                .get("used", {})
-                .get("pods")
-                == "1"
-            ),
-            "the quota to count the running pod",
-        )
+        fill_pod_quota(plane, namespace, 1)
         apply(plane, runtime_manifest(name, namespace, image={"repository": IMAGE, "tag": "2.0.0"}))
         runtime = wait_condition(plane, name, namespace, "Upgrading", "False", "UpgradeFailed")
         assert condition(runtime, "Degraded") == ("True", "ReplicaFailure")
@@ -218,7 +204,7 @@ def test_failed_upgrade_is_reported_once_and_recovers(
         controller.wait_quiescent()
         assert reasons(plane, namespace, name).count("RuntimeUpgradeFailed") == 1
 
-        plane.kubectl("delete", "resourcequota", "one-pod", "-n", namespace)
+        plane.kubectl("delete", "resourcequota", "pods-1", "-n", namespace)
         runtime = wait_ready(plane, name, namespace, f"{IMAGE}:2.0.0")
         wait_condition(plane, name, namespace, "Upgrading", "False", "UpgradeComplete")
         wait_condition(plane, name, namespace, "Degraded", "False", "AsExpected")

@@ -23,6 +23,7 @@ from devcluster.controller_harness import (
     wait_for,
 )
 from devcluster.hostoperator import CRD_NAME, HostOperator, install_crds
+from tests.support.doc_steps import run_step
 from tests.support.go_operator import (
     GO_CRD,
     GO_LEASE,
@@ -34,7 +35,7 @@ from tests.support.go_operator import (
     managers,
     rendered,
 )
-from tests.support.migration_guide import guide_steps, run_step
+from tests.support.migration_guide import guide_steps
 
 pytestmark = pytest.mark.cluster
 REPO = Path(__file__).resolve().parents[2]

@@ -22,6 +22,7 @@ import pytest
 from devcluster import ControlPlane
 from devcluster.controller_harness import get, must_get, runtime_manifest, wait_for
 from devcluster.hostoperator import CHART, CRD_NAME, HostOperator, install_crds
+from tests.support.doc_steps import run_step
 from tests.support.go_operator import (
     GO_LEASE,
     accepts_base_url,
@@ -29,7 +30,7 @@ from tests.support.go_operator import (
     hold_lease,
     rendered,
 )
-from tests.support.migration_guide import guide_steps, run_step
+from tests.support.migration_guide import guide_steps
 
 pytestmark = pytest.mark.cluster
 GO_CHART = Path(__file__).resolve().parents[1] / "fixtures" / "go-operator-chart"
@@ -145,7 +146,8 @@ def our_release(plane: ControlPlane) -> Iterator[HostOperator]:
     )
     plane.helm(
         "install", OUR_RELEASE, str(CHART), "-n", OUR_NAMESPACE, "--create-namespace",
-        "--set", lease, "--set", f"webhook.urlOverride={operator.webhook_url}",
+        "--set", "crds.enabled=false", "--set", lease,
+        "--set", f"webhook.urlOverride={operator.webhook_url}",
     )  # fmt: skip
     with operator:
         yield operator

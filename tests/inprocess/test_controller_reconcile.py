@@ -19,7 +19,7 @@ from common import validation
 from common.api import TrussiumRuntime
 from common.defaulting import apply_defaults
 from common.managed_fields import GO_OPERATOR_MANAGER
-from controller import validated
+from controller import reconciler, validated
 from controller.kinds import render_managed_objects
 from controller.machinery import informer, metrics
 from controller.machinery.backoff import Backoff
@@ -65,9 +65,8 @@ def counter(result: str) -> float:
     return REGISTRY.get_sample_value("controller_runtime_reconcile_total", labels) or 0.0
 
 
-def errors() -> float:
-    labels = {"controller": CONTROLLER}
-    return REGISTRY.get_sample_value("controller_runtime_reconcile_errors_total", labels) or 0.0
+def errors(name: str = "controller_runtime_reconcile_errors_total") -> float:
+    return REGISTRY.get_sample_value(name, {"controller": CONTROLLER}) or 0.0
 
 
 @pytest.fixture
@@ -216,6 +215,38 @@ async def test_a_broken_connection_is_counted_and_retried_not_reported(running: 
     assert errors() == failures + 2
     assert "ReconciliationFailed" not in running.reasons()
     assert condition(running.runtime(), "Degraded") == ("False", "AsExpected")
+
+
+async def test_an_unexpected_exception_is_a_panic_an_error_and_retried(
+    running: Running, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What controller-runtime does with a panic it recovers: counted in
+    reconcile_panics_total and as an error, and retried; never a terminal error."""
+    counts = {
+        name: errors(name)
+        for name in (
+            "controller_runtime_reconcile_errors_total",
+            "controller_runtime_reconcile_panics_total",
+            "controller_runtime_terminal_reconcile_errors_total",
+        )
+    }
+    raised: list[ValueError] = []
+
+    def buggy_once(*args: Any) -> Any:
+        if not raised:
+            raised.append(ValueError("a bug"))
+            raise raised[0]
+        return render_managed_objects(*args)
+
+    monkeypatch.setattr(reconciler, "render_managed_objects", buggy_once)
+    running.fake.apply(runtime_manifest("rt", NS))
+    await reconciled(running)
+    assert raised
+    assert {name: errors(name) - before for name, before in counts.items()} == {
+        "controller_runtime_reconcile_errors_total": 1,
+        "controller_runtime_reconcile_panics_total": 1,
+        "controller_runtime_terminal_reconcile_errors_total": 0,
+    }
 
 
 async def test_a_sidecar_removal_that_loses_a_race_is_retried_quietly(running: Running) -> None:

@@ -75,13 +75,29 @@ def test_printer_columns_of_the_contract() -> None:
     assert columns == {
         "Ready": ".status.readyReplicas",
         "Desired": ".spec.replicas",
+        "Status": '.status.conditions[?(@.type=="Ready")].status',
+        "Reason": '.status.conditions[?(@.type=="Ready")].reason',
+        "Message": '.status.conditions[?(@.type=="Ready")].message',
         "Provider": ".spec.provider.type",
         "Model": ".spec.provider.model",
         "Version": ".spec.image.tag",
-        "Reason": '.status.conditions[?(@.type=="Ready")].reason',
         "Image": ".status.currentImage",
+        "Desired Image": ".status.desiredImage",
         "Age": ".metadata.creationTimestamp",
     }
+    # The Go operator's columns keep their places (its users' scripts read them by position).
+    shown = [c["name"] for c in _version()["additionalPrinterColumns"] if not c.get("priority")]
+    assert shown == [
+        "Ready",
+        "Desired",
+        "Provider",
+        "Model",
+        "Version",
+        "Status",
+        "Reason",
+        "Image",
+        "Age",
+    ]
 
 
 def _spec() -> dict[str, Any]:

@@ -22,7 +22,8 @@ from certs.cli import main_certs
 from certs.reload import ReloadingTLS
 from devcluster.layout import free_port
 from webhook.app import AdmissionSettings, create_admission_app
-from webhook.connections import ConnectionLimits, Listener
+from webhook.connections import Listener
+from webhook.limits import ConnectionLimits
 from webhook.metrics import WebhookMetrics
 from webhook.server import start_site
 
