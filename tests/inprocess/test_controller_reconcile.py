@@ -18,6 +18,7 @@ from common import constants as c
 from common import validation
 from common.api import TrussiumRuntime
 from common.defaulting import apply_defaults
+from common.images import render_image
 from common.managed_fields import GO_OPERATOR_MANAGER
 from controller import reconciler, validated
 from controller.kinds import render_managed_objects
@@ -236,9 +237,9 @@ async def test_an_unexpected_exception_is_a_panic_an_error_and_retried(
         if not raised:
             raised.append(ValueError("a bug"))
             raise raised[0]
-        return render_managed_objects(*args)
+        return render_image(*args)
 
-    monkeypatch.setattr(reconciler, "render_managed_objects", buggy_once)
+    monkeypatch.setattr(reconciler, "render_image", buggy_once)
     running.fake.apply(runtime_manifest("rt", NS))
     await reconciled(running)
     assert raised
@@ -427,6 +428,7 @@ async def test_the_log_says_status_updated_exactly_when_the_status_was_written(
     fake.apply(runtime_manifest("rt", NS))
     await reconciled(running)
     caplog.set_level(logging.INFO, logger="controller.reconciler")
+    caplog.clear()
     since = len(fake.calls)
     forbidden = ApiError(403, "Forbidden", "deployments is forbidden")
     fake.fail(lambda call: call.method == "PATCH" and "/deployments/rt" in call.path, forbidden, 2)
