@@ -1,12 +1,13 @@
 """The objects the operator owns for a TrussiumRuntime (docs/contract.md section 4).
 
 Each manifest holds only the fields the operator owns, so server-side apply
-neither fights Kubernetes' defaults nor other field managers.
+neither fights Kubernetes' defaults nor other field managers. Which kinds are
+rendered, in which order and when, is the controller's registry of managed
+kinds (`controller/kinds.py`).
 """
 
 import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel
@@ -18,13 +19,6 @@ from common.lifecycle import desired_replicas
 from common.quantity import QuantityError, parse_quantity
 
 Manifest = dict[str, Any]
-
-
-@dataclass(frozen=True)
-class ObjectRef:
-    api_version: str
-    kind: str
-    name: str
 
 
 def _dump(model: BaseModel) -> dict[str, Any]:
@@ -317,34 +311,3 @@ def render_autoscaler(runtime: TrussiumRuntime, autoscaling: AutoscalingSpec) ->
 
 def network_policy_enabled(spec: TrussiumRuntimeSpec) -> bool:
     return spec.network_policy is not None and spec.network_policy.enabled
-
-
-def render_managed_objects(
-    runtime: TrussiumRuntime, live_deployment: Mapping[str, Any] | None = None
-) -> list[Manifest]:
-    """Every object to apply, in apply order (ConfigMap first: pods mount it)."""
-    objects = [
-        render_config_map(runtime),
-        render_service_account(runtime),
-        render_service(runtime),
-        render_deployment(runtime, live_deployment),
-        render_pod_disruption_budget(runtime),
-    ]
-    if network_policy_enabled(runtime.spec):
-        objects.append(render_network_policy(runtime))
-    autoscaling = runtime.spec.enabled_autoscaling
-    if autoscaling is not None:
-        objects.append(render_autoscaler(runtime, autoscaling))
-    return objects
-
-
-def disabled_optional_objects(runtime: TrussiumRuntime) -> list[ObjectRef]:
-    """The optional objects whose feature is off, which must therefore not exist."""
-    name = runtime.metadata.name
-    refs = []
-    if not network_policy_enabled(runtime.spec):
-        refs.append(ObjectRef(c.MANAGED_API_VERSIONS["NetworkPolicy"], "NetworkPolicy", name))
-    if runtime.spec.enabled_autoscaling is None:
-        kind = "HorizontalPodAutoscaler"
-        refs.append(ObjectRef(c.MANAGED_API_VERSIONS[kind], kind, name))
-    return refs

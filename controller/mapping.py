@@ -12,8 +12,8 @@ import pydantic
 from common import constants as c
 from common.api import STORED_RUNTIME, TrussiumRuntimeSpec
 from common.references import referenced_secret_names
-from controller.cache import Change, Obj
-from controller.names import NamespacedName
+from controller.machinery.cache import Change, Obj
+from controller.machinery.names import NamespacedName
 
 
 def runtime_change(change: Change) -> list[NamespacedName]:

@@ -20,13 +20,9 @@ from typing import Any
 
 from common import constants as c
 from common.events import EventDecision
-from controller.kube import EVENTS, ApiError, Kube, describe
+from controller.machinery.kube import EVENTS, ApiError, Kube, describe, micro_time
 
 log = logging.getLogger("controller.events")
-
-
-def micro_time(now: datetime) -> str:
-    return now.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def event_name(runtime: dict[str, Any], decision: EventDecision, now: datetime) -> str:

@@ -16,7 +16,7 @@ import yaml
 from cmdline.inputs import read_manifests
 from cmdline.options import CONFIGURATION_ERROR
 from common.offline import check_documents
-from common.render import render_managed_objects
+from controller.kinds import render_managed_objects
 
 DESCRIPTION = (
     "Print, in apply order, the objects the operator would create for each "

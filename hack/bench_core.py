@@ -22,9 +22,9 @@ import yaml
 
 from common.api import TrussiumRuntime
 from common.defaulting import apply_defaults
-from common.render import render_managed_objects
 from common.status import Outcome, compute_status
 from common.validation import validate_runtime
+from controller.kinds import render_managed_objects
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "runtime-production.yaml"
 NOW = "2026-11-29T00:00:00Z"

@@ -44,22 +44,14 @@ from cmdline.kubeconfig import environment_read_once
 from cmdline.metadata_only import METADATA_ONLY, METADATA_ONLY_WATCH
 from common.api import TrussiumRuntime
 from common.defaulting import apply_defaults
-from common.render import render_managed_objects
-from controller.cache import Cache, Change, Store, identity_only
-from controller.informer import Informer
-from controller.kube import (
-    APPLY_PATCH,
-    JSON,
-    OWNED,
-    RUNTIMES,
-    SECRETS,
-    Kube,
-    Resource,
-)
+from controller.kinds import OWNED, RUNTIMES, render_managed_objects
+from controller.machinery.cache import Cache, Change, Store, identity_only
+from controller.machinery.informer import Informer
+from controller.machinery.kube import APPLY_PATCH, JSON, SECRETS, Kube, Resource
 from devcluster import ControlPlane, Profile
+from devcluster.controller_harness import USER_AGENT_PREFIX, Controller, runtime_manifest
 from devcluster.hostoperator import install_crds
 from hack import bench_scale_numbers as numbers
-from tests.support.controller_harness import USER_AGENT_PREFIX, Controller, runtime_manifest
 
 NAMESPACE = "bench"
 FLOOR_NAMESPACE = "floor"

@@ -7,6 +7,7 @@ any other.
 """
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -55,29 +56,40 @@ class AdmissionSettings:
     secret_lookup_timeout: float = SECRET_LOOKUP_TIMEOUT_SECONDS
 
 
+RuntimeHook = Callable[["Hooks", AdmissionRequest, dict[str, Any]], Awaitable[Answer]]
+
+
+def _about_a_runtime(hook: RuntimeHook) -> Callable[["Hooks", AdmissionRequest], Awaitable[Answer]]:
+    """What both runtime hooks open with: a review about anything but a TrussiumRuntime
+    is a 400, one without an object (a DELETE) is allowed, and the hook gets the object."""
+
+    @functools.wraps(hook)
+    async def opened(hooks: "Hooks", request: AdmissionRequest) -> Answer:
+        problem = _runtime_problem(request)
+        if problem is not None:
+            return problem
+        if request.object is None:
+            return admission.allowed(request.uid)
+        return await hook(hooks, request, request.object)
+
+    return opened
+
+
 class Hooks:
     """The three admission decisions, each from a decoded request to an answer."""
 
     def __init__(self, settings: AdmissionSettings) -> None:
         self.settings = settings
 
-    async def mutate_runtime(self, request: AdmissionRequest) -> Answer:
-        problem = _runtime_problem(request)
-        if problem is not None:
-            return problem
-        if request.object is None:
-            return admission.allowed(request.uid)
+    @_about_a_runtime
+    async def mutate_runtime(self, request: AdmissionRequest, obj: dict[str, Any]) -> Answer:
         # The API server applied the installed CRD's defaults on decode; the patch adds
         # what an older installed CRD lacks (Helm never upgrades a chart's CRDs).
-        return admission.allowed(request.uid, patch=apply_defaults(request.object).patch)
+        return admission.allowed(request.uid, patch=apply_defaults(obj).patch)
 
-    async def validate_runtime(self, request: AdmissionRequest) -> Answer:
-        problem = _runtime_problem(request)
-        if problem is not None:
-            return problem
-        if request.object is None:
-            return admission.allowed(request.uid)
-        result = validate_runtime(request.object)
+    @_about_a_runtime
+    async def validate_runtime(self, request: AdmissionRequest, obj: dict[str, Any]) -> Answer:
+        result = validate_runtime(obj)
         existing = await self._existing_secrets(request.namespace, result)
         if existing is not None:
             result = with_missing_secrets(result, existing)

@@ -9,6 +9,7 @@ or configuration error (one line on stderr, no traceback).
 
 import argparse
 import asyncio
+import functools
 import logging
 import os
 import sys
@@ -25,8 +26,8 @@ from cmdline.options import (
     ArgumentParser,
     ConfigurationError,
     Subcommands,
+    add_flag,
     add_version,
-    env,
     env_bool,
     env_list,
     fail,
@@ -48,69 +49,73 @@ log = logging.getLogger(__name__)
 
 def _add_serve_command(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     serve_parser = subparsers.add_parser("serve", help="serve admission reviews over HTTPS")
-    add = serve_parser.add_argument
-    add("--bind-address", default=env("--bind-address", "0.0.0.0:9443"), help="HTTPS HOST:PORT")
+    add = functools.partial(add_flag, serve_parser)
+    add("--bind-address", default="0.0.0.0:9443", help="HTTPS HOST:PORT")
     add(
         "--health-bind-address",
-        default=env("--health-bind-address", "0.0.0.0:8081"),
+        default="0.0.0.0:8081",
         help="plain-HTTP HOST:PORT for /healthz, /readyz and /metrics",
     )
     add(
         "--cert-mode",
         choices=("self-managed", "files"),
-        default=env("--cert-mode", "self-managed"),
+        default="self-managed",
         help="self-managed: CA and certificate kept in a Secret; files: served from --cert-dir",
     )
-    add("--cert-dir", type=Path, default=env("--cert-dir"), help="folder with tls.crt and tls.key")
-    add("--namespace", default=env("--namespace", os.environ.get("POD_NAMESPACE", "")))
-    add("--secret-name", default=env("--secret-name", WEBHOOK_SECRET_NAME))
-    add("--service-name", default=env("--service-name", WEBHOOK_SERVICE_NAME))
-    add("--dns-name", action="append", help="extra certificate DNS name (repeatable)")
-    add("--ip-address", action="append", help="extra certificate IP address (repeatable)")
-    add(
+    add("--cert-dir", type=Path, default=None, help="folder with tls.crt and tls.key")
+    add("--namespace", default=os.environ.get("POD_NAMESPACE", ""))
+    add("--secret-name", default=WEBHOOK_SECRET_NAME)
+    add("--service-name", default=WEBHOOK_SERVICE_NAME)
+    serve_parser.add_argument(
+        "--dns-name", action="append", help="extra certificate DNS name (repeatable)"
+    )
+    serve_parser.add_argument(
+        "--ip-address", action="append", help="extra certificate IP address (repeatable)"
+    )
+    serve_parser.add_argument(
         "--webhook-config-name",
         action="append",
         help=f"webhook configurations to inject the CA into (default {WEBHOOK_CONFIG_NAME})",
     )
     add(
         "--operator-username",
-        default=env("--operator-username"),
+        default=None,
         help="user name of the operator's ServiceAccount, the only one allowed to change "
         "managed Deployments (e.g. system:serviceaccount:trussium-system:trussium-operator)",
     )
-    add("--kubeconfig", default=env("--kubeconfig"))
-    add("--log-level", choices=LOG_LEVELS, default=env("--log-level", "info"))
+    add("--kubeconfig", default=None)
+    add("--log-level", choices=LOG_LEVELS, default="info")
     add(
         "--log-format",
         choices=LOG_FORMATS,
-        default=env("--log-format", "json"),
+        default="json",
         help="json: one object per line, for log pipelines; text: for a person at a terminal",
     )
     add(
         "--max-request-bytes",
         type=int,
-        default=env("--max-request-bytes", str(DEFAULT_MAX_REQUEST_BYTES)),
+        default=str(DEFAULT_MAX_REQUEST_BYTES),
     )
     add(
         "--header-timeout",
         type=float,
-        default=env("--header-timeout", str(DEFAULT_LIMITS.header_timeout)),
+        default=str(DEFAULT_LIMITS.header_timeout),
         help="seconds a connection gets for its TLS handshake and for each complete request "
         "head; also how long an idle keep-alive connection stays open",
     )
     add(
         "--body-timeout",
         type=float,
-        default=env("--body-timeout", str(DEFAULT_BODY_TIMEOUT_SECONDS)),
+        default=str(DEFAULT_BODY_TIMEOUT_SECONDS),
         help="seconds a request body gets to arrive in full",
     )
     add(
         "--max-connections",
         type=int,
-        default=env("--max-connections", str(DEFAULT_LIMITS.max_connections)),
+        default=str(DEFAULT_LIMITS.max_connections),
         help="open connections per listener; more are closed on arrival",
     )
-    add(
+    serve_parser.add_argument(
         "--secret-lookup",
         action=argparse.BooleanOptionalAction,
         default=env_bool("--secret-lookup", False),
@@ -120,13 +125,13 @@ def _add_serve_command(subparsers: "argparse._SubParsersAction[argparse.Argument
     add(
         "--shutdown-delay",
         type=float,
-        default=env("--shutdown-delay", "5"),
+        default="5",
         help="seconds admissions are still answered after SIGTERM, while endpoints update",
     )
     add(
         "--shutdown-timeout",
         type=float,
-        default=env("--shutdown-timeout", "20"),
+        default="20",
         help="seconds in-flight admissions get to finish after SIGTERM",
     )
     serve_parser.set_defaults(handler=_serve)

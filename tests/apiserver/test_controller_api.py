@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 
 from devcluster import ControlPlane
-from devcluster.hostoperator import install_crds
-from tests.support.controller_harness import (
+from devcluster.controller_harness import (
     Controller,
     apply,
     audit_entries,
@@ -27,6 +26,7 @@ from tests.support.controller_harness import (
     wait_condition,
     wait_for,
 )
+from devcluster.hostoperator import install_crds
 
 pytestmark = pytest.mark.api
 MANAGED = ("configmap", "serviceaccount", "service", "deployment", "poddisruptionbudget")

@@ -8,7 +8,8 @@ import pytest
 
 from cmdline.kubeconfig import new_api_client
 from controller.errors import Failure, classify
-from controller.kube import JSON_PATCH, OWNED, ApiError, Kube
+from controller.kinds import OWNED
+from controller.machinery.kube import JSON_PATCH, ApiError, Kube
 from devcluster import ControlPlane
 
 pytestmark = pytest.mark.api

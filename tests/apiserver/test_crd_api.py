@@ -8,9 +8,9 @@ import pytest
 
 from common.defaulting import apply_defaults
 from devcluster import ControlPlane
+from devcluster.controller_harness import patch_status
 from devcluster.hostoperator import install_crds
 from tests.conftest import Kubectl
-from tests.support.controller_harness import patch_status
 
 pytestmark = pytest.mark.api
 

@@ -10,7 +10,7 @@ import pytest
 from kubernetes_asyncio import client
 
 from cmdline.metadata_only import METADATA_ONLY
-from controller.kube import APPLY_PATCH, JSON_PATCH, ApiError, Kube
+from controller.machinery.kube import APPLY_PATCH, JSON_PATCH, ApiError, Kube
 from tests.support.fakekube import FakeKube
 
 pytestmark = pytest.mark.api

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from devcluster import ControlPlane
+from devcluster.controller_harness import wait_for
 from devcluster.layout import HOST
 from tests.support.chart import find, fullname, release_name, render
-from tests.support.controller_harness import wait_for
 from tests.support.prometheus import BINARY, MISSING, Prometheus
 
 pytestmark = [pytest.mark.api, pytest.mark.skipif(BINARY is None, reason=MISSING)]

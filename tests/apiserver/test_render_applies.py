@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from common.api import TrussiumRuntime
-from common.render import render_managed_objects
+from controller.kinds import render_managed_objects
 from tests.conftest import Kubectl
 
 SPEC: dict[str, Any] = {

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from common.ratcheting import TolerableRule
-from common.render import render_managed_objects
 from common.validation import validate_runtime
+from controller.kinds import render_managed_objects
 from devcluster import ControlPlane
 from tests.support.stricter_rules import APPARMOR, FROZEN, SECCOMP_CONTAINER, TOLERATED
 

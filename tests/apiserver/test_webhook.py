@@ -38,11 +38,11 @@ from common.manifests import parse_manifests
 from common.offline import check_documents
 from common.parsing import schema_errors
 from devcluster import ControlPlane
+from devcluster.barriers import until
 from devcluster.hostoperator import install_crds
 from devcluster.layout import free_port
 from devcluster.polling import wait_for
 from tests.conftest import Kubectl
-from tests.support.barriers import until
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "tests" / "samples"

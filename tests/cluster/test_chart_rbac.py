@@ -17,10 +17,7 @@ from typing import Any
 import pytest
 
 from devcluster import ControlPlane
-from devcluster.hostoperator import install_crds
-from devcluster.layout import free_port
-from tests.support.chart import CHART, container, find, fullname, release_name, render
-from tests.support.controller_harness import (
+from devcluster.controller_harness import (
     get,
     must_get,
     running_controller,
@@ -28,6 +25,9 @@ from tests.support.controller_harness import (
     wait_condition,
     wait_for,
 )
+from devcluster.hostoperator import install_crds
+from devcluster.layout import free_port
+from tests.support.chart import CHART, container, find, fullname, release_name, render
 
 pytestmark = pytest.mark.cluster
 

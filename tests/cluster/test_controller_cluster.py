@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 
 from devcluster import ControlPlane
-from devcluster.hostoperator import install_crds
-from tests.support.controller_harness import (
+from devcluster.controller_harness import (
     IMAGE,
     Controller,
     Obj,
@@ -33,6 +32,7 @@ from tests.support.controller_harness import (
     wait_for,
     writes,
 )
+from devcluster.hostoperator import install_crds
 
 pytestmark = pytest.mark.cluster
 OWNED_KINDS = ("configmap", "serviceaccount", "service", "deployment", "poddisruptionbudget")

@@ -15,8 +15,7 @@ from pathlib import Path
 import pytest
 
 from devcluster import ControlPlane
-from devcluster.hostoperator import install_crds
-from tests.support.controller_harness import (
+from devcluster.controller_harness import (
     Controller,
     Obj,
     apply,
@@ -34,6 +33,7 @@ from tests.support.controller_harness import (
     wait_for,
     writes,
 )
+from devcluster.hostoperator import install_crds
 from tests.support.go_operator import (
     GO_LEASE,
     GO_MANAGER,

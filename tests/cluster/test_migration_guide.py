@@ -16,13 +16,13 @@ from pathlib import Path
 import pytest
 
 from devcluster import ControlPlane
-from devcluster.hostoperator import CRD_NAME, HostOperator, install_crds
-from tests.support.controller_harness import (
+from devcluster.controller_harness import (
     get,
     must_get,
     runtime_manifest,
     wait_for,
 )
+from devcluster.hostoperator import CRD_NAME, HostOperator, install_crds
 from tests.support.doc_steps import run_step
 from tests.support.go_operator import (
     GO_CRD,

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from devcluster import ControlPlane
+from devcluster.controller_harness import get, must_get, runtime_manifest, wait_for
 from devcluster.hostoperator import CHART, CRD_NAME, HostOperator, install_crds
-from tests.support.controller_harness import get, must_get, runtime_manifest, wait_for
 from tests.support.doc_steps import run_step
 from tests.support.go_operator import (
     GO_LEASE,

@@ -11,9 +11,7 @@ from typing import Any
 import pytest
 
 from devcluster import ControlPlane
-from devcluster.hostoperator import HostOperator, install_crds
-from tests.support.chart import find, fullname, render
-from tests.support.controller_harness import (
+from devcluster.controller_harness import (
     IMAGE,
     apply,
     fill_pod_quota,
@@ -21,6 +19,8 @@ from tests.support.controller_harness import (
     wait_condition,
     wait_for,
 )
+from devcluster.hostoperator import HostOperator, install_crds
+from tests.support.chart import find, fullname, render
 from tests.support.dashboard import load, queries
 from tests.support.prometheus import BINARY, MISSING, Prometheus
 from tests.support.promql import reads

@@ -24,9 +24,9 @@ from typing import Any
 
 from common.api import TrussiumRuntime
 from common.defaulting import apply_defaults
-from common.render import render_managed_objects
+from controller.kinds import render_managed_objects
 from devcluster import ControlPlane
-from tests.support.controller_harness import IMAGE, Obj, runtime_manifest
+from devcluster.controller_harness import IMAGE, Obj, runtime_manifest
 
 KINDS = {
     "ConfigMap": "configmaps",

@@ -7,8 +7,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from controller.kube import Kube
-from controller.tokenbucket import TokenBucket
+from controller.machinery.kube import Kube
+from controller.machinery.tokenbucket import TokenBucket
 from tests.support.fake_apiserver import FakeApiServer
 
 PATH = "/api/v1/configmaps"

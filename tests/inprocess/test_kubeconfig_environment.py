@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from cmdline.kubeconfig import new_api_client
-from controller.kube import Kube, TransportError
+from controller.machinery.kube import Kube, TransportError
 from tests.support.fake_apiserver import FakeApiServer
 
 PATH = "/api/v1/configmaps"

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from devcluster import ControlPlane, Profile
+from devcluster.controller_harness import running_controller, scoped
 from devcluster.hostoperator import install_crds
 from devcluster.node import unsupported_reason
 from tests.conftest import PLANE_KEY
 from tests.node.runtime_image import import_standin
-from tests.support.controller_harness import running_controller, scoped
 
 
 @pytest.fixture(scope="session")

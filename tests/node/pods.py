@@ -6,8 +6,7 @@ import subprocess
 from typing import Any
 
 from devcluster import ControlPlane
-from tests.node.runtime_image import STANDIN_REPOSITORY, STANDIN_TAG
-from tests.support.controller_harness import (
+from devcluster.controller_harness import (
     Obj,
     apply,
     condition,
@@ -15,6 +14,7 @@ from tests.support.controller_harness import (
     runtime_manifest,
     wait_for,
 )
+from tests.node.runtime_image import STANDIN_REPOSITORY, STANDIN_TAG
 
 SELECTOR = "app.kubernetes.io/instance"
 ROLLOUT_SECONDS = 180.0

@@ -13,9 +13,7 @@ from pathlib import Path
 import pytest
 
 from devcluster import ControlPlane
-from devcluster.node import build_image
-from tests.node.runtime_image import STANDIN_REPOSITORY, STANDIN_TAG, import_standin
-from tests.support.controller_harness import (
+from devcluster.controller_harness import (
     Obj,
     apply,
     condition,
@@ -24,6 +22,8 @@ from tests.support.controller_harness import (
     wait_condition,
     wait_for,
 )
+from devcluster.node import build_image
+from tests.node.runtime_image import STANDIN_REPOSITORY, STANDIN_TAG, import_standin
 
 pytestmark = pytest.mark.node
 REPO = Path(__file__).resolve().parents[2]

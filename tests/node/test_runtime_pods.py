@@ -12,6 +12,14 @@ import pytest
 import yaml
 
 from devcluster import ControlPlane
+from devcluster.controller_harness import (
+    Obj,
+    apply,
+    get,
+    must_get,
+    wait_condition,
+    wait_for,
+)
 from tests.node.pods import (
     ROLLOUT_SECONDS,
     container_process,
@@ -28,14 +36,6 @@ from tests.node.runtime_image import (
     STANDIN_TAG,
     UPGRADE_TAG,
     pin_by_digest,
-)
-from tests.support.controller_harness import (
-    Obj,
-    apply,
-    get,
-    must_get,
-    wait_condition,
-    wait_for,
 )
 
 pytestmark = [pytest.mark.node, pytest.mark.usefixtures("standin")]

@@ -15,8 +15,13 @@ import pytest
 
 from common.api import TrussiumRuntime
 from common.defaulting import apply_defaults
-from common.render import render_managed_objects
+from controller.kinds import render_managed_objects
 from devcluster import ControlPlane
+from devcluster.controller_harness import (
+    Obj,
+    apply,
+    wait_for,
+)
 from tests.node.pods import (
     ROLLOUT_SECONDS,
     container_process,
@@ -25,11 +30,6 @@ from tests.node.pods import (
     standin_runtime,
 )
 from tests.support import uploads
-from tests.support.controller_harness import (
-    Obj,
-    apply,
-    wait_for,
-)
 from tests.support.go_operator import without_scratch
 
 pytestmark = [pytest.mark.node, pytest.mark.usefixtures("standin")]

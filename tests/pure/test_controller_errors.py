@@ -9,7 +9,7 @@ from controller.errors import (
     classify,
     failure_message,
 )
-from controller.kube import ApiError, TransportError, UnreadableError
+from controller.machinery.kube import ApiError, TransportError, UnreadableError
 
 INVALID_OBJECT = 'Service "rt" is invalid: spec.ports[1].name: Duplicate value: "http"'
 

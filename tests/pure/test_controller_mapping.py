@@ -5,9 +5,9 @@ from typing import Any
 import pytest
 
 from controller import mapping
-from controller.cache import Change, Store
+from controller.machinery.cache import Change, Store
+from controller.machinery.names import NamespacedName
 from controller.mapping import SecretReferences, owner_of, runtime_change
-from controller.names import NamespacedName
 
 A = NamespacedName("ns", "a")
 

@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from controller.cache import Cache, Store
+from controller.machinery.cache import Cache, Store
 from controller.takeover import managers_kept, needs_takeover, takeover_patch
 
 LEGACY = frozenset({"manager"})

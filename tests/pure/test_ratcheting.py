@@ -13,9 +13,9 @@ import pytest
 
 from common.events import decide_events
 from common.ratcheting import CONSEQUENCES, TolerableRule, consequence, split_stored, tolerated
-from common.render import render_managed_objects
 from common.status import Outcome, compute_status
 from common.validation import validate_runtime
+from controller.kinds import render_managed_objects
 from tests.pure.test_validation import VALID, with_spec
 from tests.support.stricter_rules import APPARMOR, FROZEN, SECCOMP_CONTAINER, SECCOMP_POD, TOLERATED
 

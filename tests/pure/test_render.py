@@ -6,12 +6,8 @@ from typing import Any
 import pytest
 
 from common.api import TrussiumRuntime
-from common.render import (
-    ObjectRef,
-    config_checksum,
-    disabled_optional_objects,
-    render_managed_objects,
-)
+from common.render import config_checksum
+from controller.kinds import disabled_kinds, render_managed_objects
 
 UID = "6f1c3c8e-0000-4000-8000-000000000001"
 BASE_SPEC: dict[str, Any] = {
@@ -486,8 +482,8 @@ def test_autoscaler_targets_the_deployment_on_cpu_utilization() -> None:
     }
 
 
-NETWORK_POLICY = ObjectRef("networking.k8s.io/v1", "NetworkPolicy", "demo")
-AUTOSCALER = ObjectRef("autoscaling/v2", "HorizontalPodAutoscaler", "demo")
+NETWORK_POLICY = ("networking.k8s.io/v1", "NetworkPolicy")
+AUTOSCALER = ("autoscaling/v2", "HorizontalPodAutoscaler")
 
 
 @pytest.mark.parametrize(
@@ -506,11 +502,9 @@ AUTOSCALER = ObjectRef("autoscaling/v2", "HorizontalPodAutoscaler", "demo")
     ],
 )
 def test_disabled_optional_objects_are_the_ones_to_delete(
-    spec: dict[str, Any], disabled: list[ObjectRef]
+    spec: dict[str, Any], disabled: list[tuple[str, str]]
 ) -> None:
     rt = runtime(**spec)
-    assert disabled_optional_objects(rt) == disabled
-    rendered = {
-        (o["apiVersion"], o["kind"], o["metadata"]["name"]) for o in render_managed_objects(rt)
-    }
-    assert not rendered & {(r.api_version, r.kind, r.name) for r in disabled}
+    assert [(k.resource.api_version, k.kind) for k in disabled_kinds(rt)] == disabled
+    rendered = {(o["apiVersion"], o["kind"]) for o in render_managed_objects(rt)}
+    assert not rendered & set(disabled)

@@ -28,14 +28,13 @@ from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 from common import constants as c
-from controller.kube import (
+from controller.kinds import OWNED, RUNTIMES
+from controller.machinery.kube import (
     APPLY_PATCH,
     EVENTS,
     JSON,
     JSON_PATCH,
     LEASES,
-    OWNED,
-    RUNTIMES,
     SECRETS,
     ApiError,
     Kube,

@@ -18,10 +18,10 @@ from typing import Any
 
 from common import constants as c
 from common.parsing import parse_runtime
-from common.render import render_managed_objects
+from controller.kinds import render_managed_objects
 from devcluster import ControlPlane
+from devcluster.controller_harness import must_get, wait_for
 from devcluster.hostoperator import install_crds
-from tests.support.controller_harness import must_get, wait_for
 
 GO_CRD = Path(__file__).resolve().parents[1] / "fixtures" / "go-operator-crd.yaml"
 GO_MANAGER = "manager"

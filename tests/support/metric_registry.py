@@ -8,6 +8,7 @@ from prometheus_client import REGISTRY, CollectorRegistry
 from prometheus_client.metrics import MetricWrapperBase
 from prometheus_client.registry import Collector
 
+import controller.machinery.metrics
 import controller.metrics
 from controller.runtime_metrics import RuntimeMetrics
 from webhook.metrics import WebhookMetrics

@@ -18,9 +18,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from common.conditions import conditions_of, find_condition
-from devcluster import ControlPlane, polling
+from devcluster import ControlPlane, barriers, polling
 from devcluster.layout import free_port
-from tests.support import barriers
 
 USER_AGENT_PREFIX = "trussium-operator/"
 IMAGE = "ghcr.io/trussium/runtime"
@@ -85,7 +84,7 @@ class Controller:
         return text
 
     def wait_quiescent(self, interval: float = 1.0, timeout: float = 60.0) -> None:
-        """Until every change the controller was told of is handled (tests/support/barriers.py)."""
+        """Until every change the controller was told of is handled (devcluster/barriers.py)."""
         barriers.wait_quiescent(self.scrape, interval, timeout)
 
     def metric(self, name: str, **labels: str) -> float:
