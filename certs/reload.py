@@ -27,8 +27,8 @@ from pathlib import Path
 
 from cryptography import x509
 
-from certs.authority import CertificateError, decode_key_pair
-from certs.files import BundleFiles, read_bundle
+from trussium_operator.certs.authority import CertificateError, decode_key_pair
+from trussium_operator.certs.files import BundleFiles, read_bundle
 
 DEFAULT_POLL_SECONDS = 5.0
 

@@ -15,7 +15,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from common.manifests import Manifest, ManifestError, NotAManifestError, read_manifests_text
+from trussium_operator.common.manifests import (
+    Manifest,
+    ManifestError,
+    NotAManifestError,
+    read_manifests_text,
+)
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 # Never manifests of the project: version control's own files and installed packages.

@@ -17,7 +17,7 @@ from typing import Annotated, Any, Final, Literal, Self
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 from pydantic.config import JsonDict
 
-from common.k8s_types import (
+from trussium_operator.common.k8s_types import (
     INT32,
     INT64,
     Affinity,
@@ -28,7 +28,7 @@ from common.k8s_types import (
     Toleration,
     unique_names,
 )
-from common.ratcheting import TolerableRule
+from trussium_operator.common.ratcheting import TolerableRule
 
 DNS_SUBDOMAIN_PATTERN = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"
 IMAGE_REPOSITORY_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:/-]*$"

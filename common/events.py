@@ -8,8 +8,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from common.conditions import ConditionState, conditions_of, find_condition, state_of
-from common.constants import (
+from trussium_operator.common.conditions import (
+    ConditionState,
+    conditions_of,
+    find_condition,
+    state_of,
+)
+from trussium_operator.common.constants import (
     EVENT_NOTE_MAX_LENGTH,
     ConditionType,
     EventAction,

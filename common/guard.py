@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import Any
 
-from common.constants import (
+from trussium_operator.common.constants import (
     KIND,
     LABEL_INSTANCE,
     LABEL_MANAGED_BY,
@@ -28,7 +28,7 @@ from common.constants import (
     OPERATOR_LABEL_KEYS,
     RESTARTED_AT_ANNOTATION,
 )
-from common.json_limits import cut, path_key
+from trussium_operator.common.json_limits import cut, path_key
 
 Path = tuple[str | int, ...]
 

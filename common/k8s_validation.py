@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from common.json_limits import cut, path_key, shown
-from common.quantity import QuantityError, is_integer, parse_quantity
+from trussium_operator.common.json_limits import cut, path_key, shown
+from trussium_operator.common.quantity import QuantityError, is_integer, parse_quantity
 
 
 @dataclass(frozen=True)

@@ -19,13 +19,13 @@ from dataclasses import dataclass, field
 from itertools import repeat
 from typing import Any, Literal
 
-from common.api import TrussiumRuntime
-from common.constants import API_VERSION, GROUP, KIND
-from common.defaulting import apply_defaults
-from common.k8s_validation import FieldError
-from common.manifests import Manifest, field_path
-from common.ratcheting import consequence, tolerated
-from common.validation import validate_runtime
+from trussium_operator.common.api import TrussiumRuntime
+from trussium_operator.common.constants import API_VERSION, GROUP, KIND
+from trussium_operator.common.defaulting import apply_defaults
+from trussium_operator.common.k8s_validation import FieldError
+from trussium_operator.common.manifests import Manifest, field_path
+from trussium_operator.common.ratcheting import consequence, tolerated
+from trussium_operator.common.validation import validate_runtime
 
 Severity = Literal["error", "warning"]
 DEFAULT_NAMESPACE = "default"

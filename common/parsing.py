@@ -24,13 +24,18 @@ from typing import Any, Union
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from common import api
-from common.api import STORED_RUNTIME, RuleViolationError, TrussiumRuntime, TrussiumRuntimeSpec
-from common.defaulting import default_spec
-from common.json_limits import json_problem, path_key, shown
-from common.k8s_validation import FieldError
-from common.quantity import QuantityError, parse_quantity
-from common.ratcheting import tolerated
+from trussium_operator.common import api
+from trussium_operator.common.api import (
+    STORED_RUNTIME,
+    RuleViolationError,
+    TrussiumRuntime,
+    TrussiumRuntimeSpec,
+)
+from trussium_operator.common.defaulting import default_spec
+from trussium_operator.common.json_limits import json_problem, path_key, shown
+from trussium_operator.common.k8s_validation import FieldError
+from trussium_operator.common.quantity import QuantityError, parse_quantity
+from trussium_operator.common.ratcheting import tolerated
 
 # Entries a map or list of the spec may hold (Kubernetes has no such count,
 # real specs hold a few dozen at most); larger ones are cut before any rule

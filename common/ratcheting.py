@@ -22,8 +22,8 @@ violation an UPDATE keeps leaves the runtime reconciled or frozen.
 from collections.abc import Iterable
 from enum import StrEnum
 
-from common.constants import CONFIG_CHECKSUM_ANNOTATION
-from common.k8s_validation import FieldError
+from trussium_operator.common.constants import CONFIG_CHECKSUM_ANNOTATION
+from trussium_operator.common.k8s_validation import FieldError
 
 
 class TolerableRule(StrEnum):

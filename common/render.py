@@ -12,11 +12,11 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from common import constants as c
-from common.api import AutoscalingSpec, TrussiumRuntime, TrussiumRuntimeSpec
-from common.images import render_image
-from common.lifecycle import desired_replicas
-from common.quantity import QuantityError, parse_quantity
+from trussium_operator.common import constants as c
+from trussium_operator.common.api import AutoscalingSpec, TrussiumRuntime, TrussiumRuntimeSpec
+from trussium_operator.common.images import render_image
+from trussium_operator.common.lifecycle import desired_replicas
+from trussium_operator.common.quantity import QuantityError, parse_quantity
 
 Manifest = dict[str, Any]
 

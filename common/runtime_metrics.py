@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from common.conditions import conditions_of, find_condition
-from common.constants import ConditionType, Reason
+from trussium_operator.common.conditions import conditions_of, find_condition
+from trussium_operator.common.constants import ConditionType, Reason
 
 RUNTIME_LABELS = ("runtime_namespace", "runtime_name")
 # The Upgrading condition's reasons (docs/contract.md section 6), one series each.

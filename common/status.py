@@ -8,19 +8,24 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from common import constants as c
-from common.api import ServiceSpec, TrussiumRuntime, TrussiumRuntimeSpec, TrussiumRuntimeStatus
-from common.conditions import (
+from trussium_operator.common import constants as c
+from trussium_operator.common.api import (
+    ServiceSpec,
+    TrussiumRuntime,
+    TrussiumRuntimeSpec,
+    TrussiumRuntimeStatus,
+)
+from trussium_operator.common.conditions import (
     ConditionState,
     build_condition,
     conditions_of,
     find_condition,
     state_of,
 )
-from common.constants import ConditionType, Reason
-from common.images import render_image
-from common.k8s_validation import FieldError
-from common.lifecycle import (
+from trussium_operator.common.constants import ConditionType, Reason
+from trussium_operator.common.images import render_image
+from trussium_operator.common.k8s_validation import FieldError
+from trussium_operator.common.lifecycle import (
     Rollout,
     RolloutPhase,
     desired_replicas,

@@ -18,15 +18,15 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import urlsplit
 
-from common import constants, k8s_validation
-from common.api import TrussiumRuntime, TrussiumRuntimeSpec
-from common.images import render_image
-from common.json_limits import shown
-from common.k8s_validation import FieldError
-from common.parsing import ParsedRuntime, parse_runtime
-from common.quantity import QuantityError, parse_quantity
-from common.ratcheting import TolerableRule, tolerated
-from common.references import referenced_secret_paths
+from trussium_operator.common import constants, k8s_validation
+from trussium_operator.common.api import TrussiumRuntime, TrussiumRuntimeSpec
+from trussium_operator.common.images import render_image
+from trussium_operator.common.json_limits import shown
+from trussium_operator.common.k8s_validation import FieldError
+from trussium_operator.common.parsing import ParsedRuntime, parse_runtime
+from trussium_operator.common.quantity import QuantityError, parse_quantity
+from trussium_operator.common.ratcheting import TolerableRule, tolerated
+from trussium_operator.common.references import referenced_secret_paths
 
 __all__ = [
     "FieldError",

@@ -14,8 +14,8 @@ import json
 import sys
 from typing import Any
 
-from controller.machinery.cache import Obj, strip_bookkeeping
-from controller.machinery.names import NamespacedName
+from trussium_operator.controller.machinery.cache import Obj, strip_bookkeeping
+from trussium_operator.controller.machinery.names import NamespacedName
 
 # An applied object: its kind and its key, which is its runtime's (they share a name).
 Key = tuple[str, NamespacedName]

@@ -19,11 +19,11 @@ from typing import cast
 
 from prometheus_client import disable_created_metrics
 
-from cmdline.addresses import split_address
-from cmdline.health import DISABLED
-from cmdline.kubeconfig import new_api_client
-from cmdline.logs import configure_logging
-from cmdline.options import (
+from trussium_operator.cmdline.addresses import split_address
+from trussium_operator.cmdline.health import DISABLED
+from trussium_operator.cmdline.kubeconfig import new_api_client
+from trussium_operator.cmdline.logs import configure_logging
+from trussium_operator.cmdline.options import (
     LOG_FORMATS,
     LOG_LEVELS,
     ArgumentParser,
@@ -36,16 +36,16 @@ from cmdline.options import (
     list_environment,
     package_version,
 )
-from cmdline.stopping import stop_on_signals
-from common import constants as c
-from common.managed_fields import GO_OPERATOR_MANAGER
-from controller.exclusion import GO_OPERATOR_LEASE
-from controller.machinery.kube import Kube
-from controller.machinery.leader import Timing
-from controller.machinery.names import NamespacedName
-from controller.machinery.tokenbucket import TokenBucket
-from controller.manager import Manager, Options
-from controller.render_cmd import add_render_arguments, run_render
+from trussium_operator.cmdline.stopping import stop_on_signals
+from trussium_operator.common import constants as c
+from trussium_operator.common.managed_fields import GO_OPERATOR_MANAGER
+from trussium_operator.controller.exclusion import GO_OPERATOR_LEASE
+from trussium_operator.controller.machinery.kube import Kube
+from trussium_operator.controller.machinery.leader import Timing
+from trussium_operator.controller.machinery.names import NamespacedName
+from trussium_operator.controller.machinery.tokenbucket import TokenBucket
+from trussium_operator.controller.manager import Manager, Options
+from trussium_operator.controller.render_cmd import add_render_arguments, run_render
 
 log = logging.getLogger("controller")
 PROGRAM = "trussium-controller"

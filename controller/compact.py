@@ -26,9 +26,9 @@ import sys
 from collections.abc import Callable
 from typing import Any, cast
 
-from controller.applied import FIELDS_DIGEST, fields_digest
-from controller.machinery.cache import Obj, identity_only, strip_bookkeeping
-from controller.takeover import managers_kept
+from trussium_operator.controller.applied import FIELDS_DIGEST, fields_digest
+from trussium_operator.controller.machinery.cache import Obj, identity_only, strip_bookkeeping
+from trussium_operator.controller.takeover import managers_kept
 
 _METADATA = (
     "name",

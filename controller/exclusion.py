@@ -22,10 +22,10 @@ import random
 import time
 from collections.abc import Callable
 
-from controller.machinery.kube import LEASES, ApiError, Kube
-from controller.machinery.leader import LeaseRecord, can_take, record_of
-from controller.machinery.names import NamespacedName
-from controller.metrics import FOREIGN_LEASE_HELD
+from trussium_operator.controller.machinery.kube import LEASES, ApiError, Kube
+from trussium_operator.controller.machinery.leader import LeaseRecord, can_take, record_of
+from trussium_operator.controller.machinery.names import NamespacedName
+from trussium_operator.controller.metrics import FOREIGN_LEASE_HELD
 
 log = logging.getLogger("controller.exclusion")
 

@@ -14,9 +14,9 @@ can manage a kind of its own without the product registry holding it.
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from common import constants as c
-from common.api import TrussiumRuntime
-from common.render import (
+from trussium_operator.common import constants as c
+from trussium_operator.common.api import TrussiumRuntime
+from trussium_operator.common.render import (
     Manifest,
     network_policy_enabled,
     render_autoscaler,
@@ -27,10 +27,10 @@ from common.render import (
     render_service,
     render_service_account,
 )
-from controller.compact import deployment_reads, service_reads
-from controller.machinery.cache import Obj
-from controller.machinery.kube import Resource
-from controller.steps import DEPLOYMENT_STEP, PLAIN, SERVICE_STEP, ApplyStep
+from trussium_operator.controller.compact import deployment_reads, service_reads
+from trussium_operator.controller.machinery.cache import Obj
+from trussium_operator.controller.machinery.kube import Resource
+from trussium_operator.controller.steps import DEPLOYMENT_STEP, PLAIN, SERVICE_STEP, ApplyStep
 
 # A kind's manifest from the runtime and the cached Deployment (which only the
 # Deployment's own render reads: an autoscaler's replica count is kept).

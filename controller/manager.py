@@ -15,27 +15,27 @@ from dataclasses import dataclass, field
 
 from prometheus_client import REGISTRY
 
-from cmdline.health import metrics_app, probes_app, serve
-from cmdline.metadata_only import METADATA_ONLY, METADATA_ONLY_WATCH
-from cmdline.stopping import until_stopped as _until
-from common import constants as c
-from common.conditions import conditions_of, find_condition
-from controller.errors import Failure, classify
-from controller.exclusion import GO_OPERATOR_LEASE, ForeignLeaseGate
-from controller.kinds import MANAGED_KINDS, ManagedKind
-from controller.machinery import metrics
-from controller.machinery.cache import Change
-from controller.machinery.informer import Informer
-from controller.machinery.kube import JSON, Kube, describe
-from controller.machinery.leader import RELEASE_SECONDS, LeaderElector, Timing
-from controller.machinery.names import NamespacedName
-from controller.machinery.workqueue import WorkQueue
-from controller.metrics import CONTROLLER, QUEUE, register_runtime_gauge
-from controller.reconciler import LEGACY_FIELD_MANAGERS, Reconciler
-from controller.recorder import Recorder
-from controller.runtime_metrics import register_runtime_metrics
-from controller.secret_presence import SecretPresence
-from controller.watches import SECRETS_ROLE, Caches, Mapper, Watch, watch_table
+from trussium_operator.cmdline.health import metrics_app, probes_app, serve
+from trussium_operator.cmdline.metadata_only import METADATA_ONLY, METADATA_ONLY_WATCH
+from trussium_operator.cmdline.stopping import until_stopped as _until
+from trussium_operator.common import constants as c
+from trussium_operator.common.conditions import conditions_of, find_condition
+from trussium_operator.controller.errors import Failure, classify
+from trussium_operator.controller.exclusion import GO_OPERATOR_LEASE, ForeignLeaseGate
+from trussium_operator.controller.kinds import MANAGED_KINDS, ManagedKind
+from trussium_operator.controller.machinery import metrics
+from trussium_operator.controller.machinery.cache import Change
+from trussium_operator.controller.machinery.informer import Informer
+from trussium_operator.controller.machinery.kube import JSON, Kube, describe
+from trussium_operator.controller.machinery.leader import RELEASE_SECONDS, LeaderElector, Timing
+from trussium_operator.controller.machinery.names import NamespacedName
+from trussium_operator.controller.machinery.workqueue import WorkQueue
+from trussium_operator.controller.metrics import CONTROLLER, QUEUE, register_runtime_gauge
+from trussium_operator.controller.reconciler import LEGACY_FIELD_MANAGERS, Reconciler
+from trussium_operator.controller.recorder import Recorder
+from trussium_operator.controller.runtime_metrics import register_runtime_metrics
+from trussium_operator.controller.secret_presence import SecretPresence
+from trussium_operator.controller.watches import SECRETS_ROLE, Caches, Mapper, Watch, watch_table
 
 log = logging.getLogger("controller.manager")
 # The shutdown budget (docs/operations.md): in-flight reconciles get DRAIN_SECONDS

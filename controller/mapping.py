@@ -9,11 +9,11 @@ from typing import Any, Protocol
 
 import pydantic
 
-from common import constants as c
-from common.api import STORED_RUNTIME, TrussiumRuntimeSpec
-from common.references import referenced_secret_names
-from controller.machinery.cache import Change, Obj
-from controller.machinery.names import NamespacedName
+from trussium_operator.common import constants as c
+from trussium_operator.common.api import STORED_RUNTIME, TrussiumRuntimeSpec
+from trussium_operator.common.references import referenced_secret_names
+from trussium_operator.controller.machinery.cache import Change, Obj
+from trussium_operator.controller.machinery.names import NamespacedName
 
 
 def runtime_change(change: Change) -> list[NamespacedName]:

@@ -11,26 +11,31 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from common import constants as c
-from common.api import TrussiumRuntime
-from common.conditions import conditions_of, find_condition
-from common.events import decide_events
-from common.images import render_image
-from common.k8s_validation import FieldError
-from common.managed_fields import GO_OPERATOR_MANAGER
-from common.references import referenced_secret_names
-from common.status import Outcome, compute_status, invalid_spec_status, status_differs
-from controller.applied import AppliedObjects
-from controller.errors import Failure, ReconcileError, classify, failure_message
-from controller.kinds import MANAGED_KINDS, RUNTIMES, ManagedKind, disabled_kinds
-from controller.machinery.cache import Obj
-from controller.machinery.kube import ApiError, Kube
-from controller.machinery.names import NamespacedName
-from controller.recorder import Recorder
-from controller.secret_presence import SecretPresence
-from controller.takeover import needs_takeover, take_over_fields
-from controller.validated import ValidGenerations
-from controller.watches import Caches
+from trussium_operator.common import constants as c
+from trussium_operator.common.api import TrussiumRuntime
+from trussium_operator.common.conditions import conditions_of, find_condition
+from trussium_operator.common.events import decide_events
+from trussium_operator.common.images import render_image
+from trussium_operator.common.k8s_validation import FieldError
+from trussium_operator.common.managed_fields import GO_OPERATOR_MANAGER
+from trussium_operator.common.references import referenced_secret_names
+from trussium_operator.common.status import (
+    Outcome,
+    compute_status,
+    invalid_spec_status,
+    status_differs,
+)
+from trussium_operator.controller.applied import AppliedObjects
+from trussium_operator.controller.errors import Failure, ReconcileError, classify, failure_message
+from trussium_operator.controller.kinds import MANAGED_KINDS, RUNTIMES, ManagedKind, disabled_kinds
+from trussium_operator.controller.machinery.cache import Obj
+from trussium_operator.controller.machinery.kube import ApiError, Kube
+from trussium_operator.controller.machinery.names import NamespacedName
+from trussium_operator.controller.recorder import Recorder
+from trussium_operator.controller.secret_presence import SecretPresence
+from trussium_operator.controller.takeover import needs_takeover, take_over_fields
+from trussium_operator.controller.validated import ValidGenerations
+from trussium_operator.controller.watches import Caches
 
 log = logging.getLogger("controller.reconciler")
 LEGACY_FIELD_MANAGERS = frozenset({GO_OPERATOR_MANAGER})

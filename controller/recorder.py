@@ -18,9 +18,9 @@ import secrets
 from datetime import datetime
 from typing import Any
 
-from common import constants as c
-from common.events import EventDecision
-from controller.machinery.kube import EVENTS, ApiError, Kube, describe, micro_time
+from trussium_operator.common import constants as c
+from trussium_operator.common.events import EventDecision
+from trussium_operator.controller.machinery.kube import EVENTS, ApiError, Kube, describe, micro_time
 
 log = logging.getLogger("controller.events")
 

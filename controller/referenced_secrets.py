@@ -21,10 +21,10 @@ import enum
 import itertools
 from collections import deque
 
-from controller.compact import secret_form
-from controller.machinery.cache import Change, Obj, Store
-from controller.machinery.names import NamespacedName
-from controller.mapping import SecretReferences
+from trussium_operator.controller.compact import secret_form
+from trussium_operator.controller.machinery.cache import Change, Obj, Store
+from trussium_operator.controller.machinery.names import NamespacedName
+from trussium_operator.controller.mapping import SecretReferences
 
 
 class Presence(enum.Enum):

@@ -13,10 +13,10 @@ from typing import TextIO
 
 import yaml
 
-from cmdline.inputs import read_manifests
-from cmdline.options import CONFIGURATION_ERROR
-from common.offline import check_documents
-from controller.kinds import render_managed_objects
+from trussium_operator.cmdline.inputs import read_manifests
+from trussium_operator.cmdline.options import CONFIGURATION_ERROR
+from trussium_operator.common.offline import check_documents
+from trussium_operator.controller.kinds import render_managed_objects
 
 DESCRIPTION = (
     "Print, in apply order, the objects the operator would create for each "

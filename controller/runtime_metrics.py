@@ -13,7 +13,7 @@ from prometheus_client import REGISTRY
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from common.runtime_metrics import FAMILIES, runtime_samples
+from trussium_operator.common.runtime_metrics import FAMILIES, runtime_samples
 
 
 class RuntimeMetrics(Collector):

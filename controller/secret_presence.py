@@ -18,14 +18,14 @@ as failed (the contract's `ReferenceCheckFailed`) and is retried with a backoff.
 import asyncio
 from collections.abc import Callable, Sequence
 
-from cmdline.metadata_only import METADATA_ONLY
-from common.status import Outcome
-from controller.machinery.backoff import Backoff
-from controller.machinery.cache import Cache, Change
-from controller.machinery.kube import SECRETS, Kube, KubeError, describe
-from controller.machinery.names import NamespacedName
-from controller.mapping import SecretReferences
-from controller.referenced_secrets import Presence, ReferencedSecrets
+from trussium_operator.cmdline.metadata_only import METADATA_ONLY
+from trussium_operator.common.status import Outcome
+from trussium_operator.controller.machinery.backoff import Backoff
+from trussium_operator.controller.machinery.cache import Cache, Change
+from trussium_operator.controller.machinery.kube import SECRETS, Kube, KubeError, describe
+from trussium_operator.controller.machinery.names import NamespacedName
+from trussium_operator.controller.mapping import SecretReferences
+from trussium_operator.controller.referenced_secrets import Presence, ReferencedSecrets
 
 
 class SecretPresence:

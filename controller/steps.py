@@ -16,11 +16,21 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from common import constants as c
-from common.api import TrussiumRuntime
-from controller.drift import POD_TEMPLATE, foreign_removals, service_ports_restoration
-from controller.machinery.cache import Obj
-from controller.machinery.kube import APPLY_PATCH, JSON_PATCH, ApiError, Kube, Resource
+from trussium_operator.common import constants as c
+from trussium_operator.common.api import TrussiumRuntime
+from trussium_operator.controller.drift import (
+    POD_TEMPLATE,
+    foreign_removals,
+    service_ports_restoration,
+)
+from trussium_operator.controller.machinery.cache import Obj
+from trussium_operator.controller.machinery.kube import (
+    APPLY_PATCH,
+    JSON_PATCH,
+    ApiError,
+    Kube,
+    Resource,
+)
 
 log = logging.getLogger("controller.reconciler")  # a step's lines are its reconcile's
 

@@ -16,10 +16,10 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
-from common.managed_fields import has_legacy_entries, take_over
-from controller.machinery.cache import Obj, strip_bookkeeping
-from controller.machinery.kube import JSON_PATCH, ApiError, Kube, Resource
-from controller.machinery.names import NamespacedName
+from trussium_operator.common.managed_fields import has_legacy_entries, take_over
+from trussium_operator.controller.machinery.cache import Obj, strip_bookkeeping
+from trussium_operator.controller.machinery.kube import JSON_PATCH, ApiError, Kube, Resource
+from trussium_operator.controller.machinery.names import NamespacedName
 
 log = logging.getLogger("controller.takeover")
 # What of a managedFields entry the cache keeps: enough to spot a legacy writer.

@@ -17,12 +17,12 @@ A stored runtime that breaks only rules it may break (`common.ratcheting`)
 counts as valid, with those violations as its warnings, kept beside its generation.
 """
 
-from common.api import TrussiumRuntime
-from common.parsing import parse_runtime
-from common.ratcheting import split_stored
-from common.validation import FieldError, validate_runtime
-from controller.machinery.cache import Obj
-from controller.machinery.names import NamespacedName
+from trussium_operator.common.api import TrussiumRuntime
+from trussium_operator.common.parsing import parse_runtime
+from trussium_operator.common.ratcheting import split_stored
+from trussium_operator.common.validation import FieldError, validate_runtime
+from trussium_operator.controller.machinery.cache import Obj
+from trussium_operator.controller.machinery.names import NamespacedName
 
 Errors = tuple[FieldError, ...]
 

@@ -11,14 +11,21 @@ Each entry names its role, which is how its cache is addressed: `runtimes`,
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
-from common import constants as c
-from controller.compact import managed_form, runtime_form
-from controller.kinds import MANAGED_KINDS, RUNTIMES, ManagedKind
-from controller.machinery.cache import Cache, Change, Index, Obj, Store, strip_bookkeeping
-from controller.machinery.kube import SECRETS, Resource
-from controller.machinery.names import NamespacedName
-from controller.mapping import owner_of, runtime_change
-from controller.secret_presence import SecretPresence
+from trussium_operator.common import constants as c
+from trussium_operator.controller.compact import managed_form, runtime_form
+from trussium_operator.controller.kinds import MANAGED_KINDS, RUNTIMES, ManagedKind
+from trussium_operator.controller.machinery.cache import (
+    Cache,
+    Change,
+    Index,
+    Obj,
+    Store,
+    strip_bookkeeping,
+)
+from trussium_operator.controller.machinery.kube import SECRETS, Resource
+from trussium_operator.controller.machinery.names import NamespacedName
+from trussium_operator.controller.mapping import owner_of, runtime_change
+from trussium_operator.controller.secret_presence import SecretPresence
 
 RUNTIMES_ROLE = "runtimes"
 SECRETS_ROLE = "secrets"

@@ -17,9 +17,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from common.conditions import conditions_of, find_condition
 from devcluster import ControlPlane, barriers, polling
 from devcluster.layout import free_port
+from trussium_operator.common.conditions import conditions_of, find_condition
 
 USER_AGENT_PREFIX = "trussium-operator/"
 IMAGE = "ghcr.io/trussium/runtime"

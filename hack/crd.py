@@ -13,9 +13,9 @@ from typing import Any
 
 import yaml
 
-from common import constants
-from common.schema import openapi_schema
 from hack.api_reference import render_reference
+from trussium_operator.common import constants
+from trussium_operator.common.schema import openapi_schema
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CHART = REPO_ROOT / "charts" / "trussium-operator"

@@ -17,10 +17,10 @@ from typing import Any
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
-from cmdline.health import probes_app
-from common import admission
-from common.admission import AdmissionDecodeError, AdmissionRequest
-from common.constants import (
+from trussium_operator.cmdline.health import probes_app
+from trussium_operator.common import admission
+from trussium_operator.common.admission import AdmissionDecodeError, AdmissionRequest
+from trussium_operator.common.constants import (
     GROUP,
     KIND,
     MUTATE_RUNTIME_PATH,
@@ -28,12 +28,17 @@ from common.constants import (
     VALIDATE_RUNTIME_PATH,
     VERSION,
 )
-from common.defaulting import apply_defaults
-from common.guard import review_managed_deployment_update
-from common.json_limits import cut
-from common.validation import ValidationResult, ratchet, validate_runtime, with_missing_secrets
-from webhook.limits import DEFAULT_BODY_TIMEOUT_SECONDS, DEFAULT_MAX_REQUEST_BYTES
-from webhook.metrics import WebhookMetrics
+from trussium_operator.common.defaulting import apply_defaults
+from trussium_operator.common.guard import review_managed_deployment_update
+from trussium_operator.common.json_limits import cut
+from trussium_operator.common.validation import (
+    ValidationResult,
+    ratchet,
+    validate_runtime,
+    with_missing_secrets,
+)
+from trussium_operator.webhook.limits import DEFAULT_BODY_TIMEOUT_SECONDS, DEFAULT_MAX_REQUEST_BYTES
+from trussium_operator.webhook.metrics import WebhookMetrics
 
 # Well inside the API server's 5 s budget: a slow lookup only costs a warning.
 SECRET_LOOKUP_TIMEOUT_SECONDS = 1.0

@@ -17,10 +17,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import cast
 
-from certs.cli import add_certs_commands
-from cmdline.addresses import split_address
-from cmdline.logs import configure_logging
-from cmdline.options import (
+from trussium_operator.certs.cli import add_certs_commands
+from trussium_operator.cmdline.addresses import split_address
+from trussium_operator.cmdline.logs import configure_logging
+from trussium_operator.cmdline.options import (
     LOG_FORMATS,
     LOG_LEVELS,
     ArgumentParser,
@@ -33,14 +33,18 @@ from cmdline.options import (
     fail,
     list_environment,
 )
-from common.constants import WEBHOOK_CONFIG_NAME, WEBHOOK_SECRET_NAME, WEBHOOK_SERVICE_NAME
-from webhook.limits import (
+from trussium_operator.common.constants import (
+    WEBHOOK_CONFIG_NAME,
+    WEBHOOK_SECRET_NAME,
+    WEBHOOK_SERVICE_NAME,
+)
+from trussium_operator.webhook.limits import (
     DEFAULT_BODY_TIMEOUT_SECONDS,
     DEFAULT_LIMITS,
     DEFAULT_MAX_REQUEST_BYTES,
     ConnectionLimits,
 )
-from webhook.offline import add_validate_command
+from trussium_operator.webhook.offline import add_validate_command
 
 PROGRAM = "trussium-webhook"
 
@@ -143,7 +147,7 @@ def _serve(args: argparse.Namespace) -> int:
     # loading the Kubernetes client and the server machinery.
     from prometheus_client import disable_created_metrics
 
-    from webhook import server
+    from trussium_operator.webhook import server
 
     configure_logging(args.log_level, args.log_format)
     # Series as controller-runtime exposes them: no `_created` companion per counter.

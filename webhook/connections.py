@@ -26,8 +26,8 @@ from typing import Any
 from aiohttp import web
 from prometheus_client import Counter
 
-from webhook.limits import ConnectionLimits
-from webhook.metrics import WebhookMetrics
+from trussium_operator.webhook.limits import ConnectionLimits
+from trussium_operator.webhook.metrics import WebhookMetrics
 
 log = logging.getLogger(__name__)
 

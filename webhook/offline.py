@@ -23,9 +23,15 @@ from typing import Any, TextIO
 
 import yaml
 
-from cmdline.inputs import Input, Inputs, Unreadable, find_inputs, read_inputs
-from cmdline.options import CONFIGURATION_ERROR, fail, package_version
-from common.offline import DocumentCheck, Finding, OfflineReport, check_document, combine
+from trussium_operator.cmdline.inputs import Input, Inputs, Unreadable, find_inputs, read_inputs
+from trussium_operator.cmdline.options import CONFIGURATION_ERROR, fail, package_version
+from trussium_operator.common.offline import (
+    DocumentCheck,
+    Finding,
+    OfflineReport,
+    check_document,
+    combine,
+)
 
 PROGRAM = "trussium-webhook validate"
 OUTPUTS = ("text", "json", "junit", "sarif")

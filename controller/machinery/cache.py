@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from controller.machinery.names import NamespacedName
+from trussium_operator.controller.machinery.names import NamespacedName
 
 Obj = dict[str, Any]
 # kubectl stores a whole applied object here; for a Secret that includes its data.

@@ -22,9 +22,9 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from controller.machinery.backoff import Backoff
-from controller.machinery.cache import Cache, Change
-from controller.machinery.kube import (
+from trussium_operator.controller.machinery.backoff import Backoff
+from trussium_operator.controller.machinery.cache import Cache, Change
+from trussium_operator.controller.machinery.kube import (
     JSON,
     ApiError,
     Kube,

@@ -20,8 +20,8 @@ from aiohttp.http_exceptions import HttpProcessingError
 from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from controller.machinery import metrics
-from controller.machinery.tokenbucket import TokenBucket
+from trussium_operator.controller.machinery import metrics
+from trussium_operator.controller.machinery.tokenbucket import TokenBucket
 
 JSON = "application/json"
 APPLY_PATCH = "application/apply-patch+yaml"

@@ -25,9 +25,16 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from controller.machinery import metrics
-from controller.machinery.kube import LEASES, ApiError, Kube, KubeError, describe, micro_time
-from controller.machinery.names import NamespacedName
+from trussium_operator.controller.machinery import metrics
+from trussium_operator.controller.machinery.kube import (
+    LEASES,
+    ApiError,
+    Kube,
+    KubeError,
+    describe,
+    micro_time,
+)
+from trussium_operator.controller.machinery.names import NamespacedName
 
 log = logging.getLogger("controller.leader")
 RELEASE_SECONDS = 5.0

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from controller.kinds import MANAGED_KINDS
 from devcluster import ControlPlane
 from tests.support.chart import find, fullname, release_name, render
+from trussium_operator.controller.kinds import MANAGED_KINDS
 
 pytestmark = pytest.mark.api
 

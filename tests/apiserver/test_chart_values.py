@@ -10,8 +10,6 @@ from typing import Any
 import pytest
 import yaml
 
-from controller.cli import parser as controller_parser
-from controller.manager import SHUTDOWN_GRACE_SECONDS
 from devcluster import ControlPlane
 from tests.support.chart import (
     CHART,
@@ -22,7 +20,9 @@ from tests.support.chart import (
     release_name,
     render,
 )
-from webhook.cli import build_parser as webhook_parser
+from trussium_operator.controller.cli import parser as controller_parser
+from trussium_operator.controller.manager import SHUTDOWN_GRACE_SECONDS
+from trussium_operator.webhook.cli import build_parser as webhook_parser
 
 pytestmark = pytest.mark.api
 

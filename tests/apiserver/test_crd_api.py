@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 
-from common.defaulting import apply_defaults
 from devcluster import ControlPlane
 from devcluster.controller_harness import patch_status
 from devcluster.hostoperator import install_crds
 from tests.conftest import Kubectl
+from trussium_operator.common.defaulting import apply_defaults
 
 pytestmark = pytest.mark.api
 

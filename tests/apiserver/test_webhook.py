@@ -31,18 +31,18 @@ import yaml
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from certs.cli import main_certs
-from cmdline.inputs import read_manifests
-from common.constants import GROUP, PLURAL, VERSION
-from common.manifests import parse_manifests
-from common.offline import check_documents
-from common.parsing import schema_errors
 from devcluster import ControlPlane
 from devcluster.barriers import until
 from devcluster.hostoperator import install_crds
 from devcluster.layout import free_port
 from devcluster.polling import wait_for
 from tests.conftest import Kubectl
+from trussium_operator.certs.cli import main_certs
+from trussium_operator.cmdline.inputs import read_manifests
+from trussium_operator.common.constants import GROUP, PLURAL, VERSION
+from trussium_operator.common.manifests import parse_manifests
+from trussium_operator.common.offline import check_documents
+from trussium_operator.common.parsing import schema_errors
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "tests" / "samples"
@@ -166,7 +166,7 @@ def _serving(plane: ControlPlane, log: Path, port: int, *flags: str) -> Iterator
             [
                 sys.executable,
                 "-m",
-                "webhook.cli",
+                "trussium_operator.webhook.cli",
                 "serve",
                 f"--bind-address=127.0.0.1:{port}",
                 f"--health-bind-address=127.0.0.1:{health_port}",

@@ -24,8 +24,8 @@ import aiohttp
 import pytest
 from kubernetes_asyncio import client
 
-from common.manifests import ManifestError, NotAManifestError, read_manifests_text
 from devcluster import ControlPlane
+from trussium_operator.common.manifests import ManifestError, NotAManifestError, read_manifests_text
 
 pytestmark = pytest.mark.api
 

@@ -7,7 +7,6 @@ from typing import Any
 
 import pytest
 
-from controller.cli import parser as controller_parser
 from devcluster import ControlPlane
 from devcluster.hostoperator import install_crds
 from tests.support.chart import (
@@ -22,7 +21,8 @@ from tests.support.chart import (
     release_name,
     render,
 )
-from webhook.cli import build_parser as webhook_parser
+from trussium_operator.controller.cli import parser as controller_parser
+from trussium_operator.webhook.cli import build_parser as webhook_parser
 
 pytestmark = pytest.mark.cluster
 

@@ -10,10 +10,10 @@ from typing import Any
 
 import yaml
 
-from common import constants as c
-from common.api import TrussiumRuntime
-from common.defaulting import apply_defaults
-from common.render import config_data
+from trussium_operator.common import constants as c
+from trussium_operator.common.api import TrussiumRuntime
+from trussium_operator.common.defaulting import apply_defaults
+from trussium_operator.common.render import config_data
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 API_KEY = "sk-standin-test-0123456789"

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from common import constants as c
 from devcluster.layout import free_port
 from devcluster.polling import wait_for
 from hack.image.dockerfile import DOCKERFILE, python_version
@@ -18,6 +17,7 @@ from tests.image.chart import chart_containers
 from tests.image.containers import Bundle
 from tests.image.standin import get, live, local, refused, rendered_environment
 from tests.support.uploads import upload
+from trussium_operator.common import constants as c
 
 pytestmark = pytest.mark.image
 

@@ -19,13 +19,13 @@ from typing import Any
 
 import pytest
 
-from common import constants as c
 from devcluster.layout import free_port
 from devcluster.polling import wait_for
 from hack.image.images import STANDIN_BINARY, build
 from hack.image.oci import extract
 from tests.image.standin import API_KEY, get, live, local, refused, rendered_environment
 from tests.support.uploads import Upload, upload
+from trussium_operator.common import constants as c
 
 RUNTIME_UID = c.RUNTIME_UID
 EXIT_TIMEOUT_SECONDS = 15

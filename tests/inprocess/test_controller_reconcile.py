@@ -14,23 +14,28 @@ from typing import Any
 import pytest
 from prometheus_client import REGISTRY, generate_latest
 
-from common import constants as c
-from common import validation
-from common.api import TrussiumRuntime
-from common.defaulting import apply_defaults
-from common.images import render_image
-from common.managed_fields import GO_OPERATOR_MANAGER
-from controller import reconciler, validated
-from controller.kinds import render_managed_objects
-from controller.machinery import informer, metrics
-from controller.machinery.backoff import Backoff
-from controller.machinery.kube import APPLY_PATCH, JSON_PATCH, ApiError, TransportError
-from controller.manager import Manager, Options
-from controller.metrics import CONTROLLER, QUEUE
 from devcluster.barriers import until, until_quiescent
 from devcluster.controller_harness import condition, runtime_manifest
 from tests.support.fakekube import FakeKube, Obj
 from tests.support.parse_count import counting_parses
+from trussium_operator.common import constants as c
+from trussium_operator.common import validation
+from trussium_operator.common.api import TrussiumRuntime
+from trussium_operator.common.defaulting import apply_defaults
+from trussium_operator.common.images import render_image
+from trussium_operator.common.managed_fields import GO_OPERATOR_MANAGER
+from trussium_operator.controller import reconciler, validated
+from trussium_operator.controller.kinds import render_managed_objects
+from trussium_operator.controller.machinery import informer, metrics
+from trussium_operator.controller.machinery.backoff import Backoff
+from trussium_operator.controller.machinery.kube import (
+    APPLY_PATCH,
+    JSON_PATCH,
+    ApiError,
+    TransportError,
+)
+from trussium_operator.controller.manager import Manager, Options
+from trussium_operator.controller.metrics import CONTROLLER, QUEUE
 
 NS = "team"
 MANAGED = ("ConfigMap", "ServiceAccount", "Service", "Deployment", "PodDisruptionBudget")

@@ -11,16 +11,16 @@ from typing import Any
 import pytest
 from prometheus_client import REGISTRY, generate_latest
 
-from controller.machinery import informer, metrics
-from controller.machinery.backoff import Backoff
-from controller.machinery.kube import SECRETS, ApiError, TransportError
-from controller.machinery.names import NamespacedName
-from controller.manager import Manager, Options
-from controller.metrics import QUEUE
-from controller.referenced_secrets import Presence
 from devcluster.barriers import until, until_quiescent
 from devcluster.controller_harness import condition, runtime_manifest
 from tests.support.fakekube import FakeKube, Obj
+from trussium_operator.controller.machinery import informer, metrics
+from trussium_operator.controller.machinery.backoff import Backoff
+from trussium_operator.controller.machinery.kube import SECRETS, ApiError, TransportError
+from trussium_operator.controller.machinery.names import NamespacedName
+from trussium_operator.controller.manager import Manager, Options
+from trussium_operator.controller.metrics import QUEUE
+from trussium_operator.controller.referenced_secrets import Presence
 
 NS = "team"
 API_KEY = NamespacedName(NS, "api-key")

@@ -12,16 +12,16 @@ from collections.abc import AsyncIterator, Callable
 
 import pytest
 
-from controller import manager as manager_module
-from controller.machinery.backoff import Backoff
-from controller.machinery.informer import Informer
-from controller.machinery.kube import SECRETS, Resource
-from controller.machinery.leader import LeaderElector, LeadershipLostError, Timing
-from controller.machinery.names import NamespacedName
-from controller.manager import Manager, Options
-from controller.reconciler import Reconciler
 from devcluster.layout import free_port
 from tests.support.fake_apiserver import FakeApiServer, Lease, Watch
+from trussium_operator.controller import manager as manager_module
+from trussium_operator.controller.machinery.backoff import Backoff
+from trussium_operator.controller.machinery.informer import Informer
+from trussium_operator.controller.machinery.kube import SECRETS, Resource
+from trussium_operator.controller.machinery.leader import LeaderElector, LeadershipLostError, Timing
+from trussium_operator.controller.machinery.names import NamespacedName
+from trussium_operator.controller.manager import Manager, Options
+from trussium_operator.controller.reconciler import Reconciler
 
 FAST = Timing(lease_duration=3.0, renew_deadline=2.0, retry_period=0.2)
 LOCK = NamespacedName("ns", "lock")

@@ -13,9 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from common.api import TrussiumRuntime
-from common.defaulting import apply_defaults
-from controller.kinds import render_managed_objects
 from devcluster import ControlPlane
 from devcluster.controller_harness import (
     Obj,
@@ -31,6 +28,9 @@ from tests.node.pods import (
 )
 from tests.support import uploads
 from tests.support.go_operator import without_scratch
+from trussium_operator.common.api import TrussiumRuntime
+from trussium_operator.common.defaulting import apply_defaults
+from trussium_operator.controller.kinds import render_managed_objects
 
 pytestmark = [pytest.mark.node, pytest.mark.usefixtures("standin")]
 UPLOADS = Path(uploads.__file__).resolve()

@@ -16,9 +16,14 @@ from pathlib import Path
 import pytest
 from cryptography import x509
 
-from certs.authority import CertificateError, KeyPair, generate_ca, issue_serving_certificate
-from certs.files import BundleFiles, write_bundle
-from certs.reload import ReloadingTLS
+from trussium_operator.certs.authority import (
+    CertificateError,
+    KeyPair,
+    generate_ca,
+    issue_serving_certificate,
+)
+from trussium_operator.certs.files import BundleFiles, write_bundle
+from trussium_operator.certs.reload import ReloadingTLS
 
 NOW = datetime.now(UTC)
 
@@ -128,7 +133,7 @@ async def test_corrupted_files_keep_the_served_certificate(
     key_file = served.folder / "tls.key"
     good_key = key_file.read_bytes()
     key_file.write_bytes(good_key[:100])
-    with caplog.at_level(logging.WARNING, logger="certs.reload"):
+    with caplog.at_level(logging.WARNING, logger="trussium_operator.certs.reload"):
         assert not served.tls.reload()
     assert "keeping the served certificate" in caplog.text
     assert good_key[40:90].decode() not in caplog.text

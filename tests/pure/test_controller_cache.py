@@ -2,8 +2,8 @@
 
 from typing import Any
 
-from controller.machinery.cache import LAST_APPLIED, Store, identity_only
-from controller.machinery.names import NamespacedName
+from trussium_operator.controller.machinery.cache import LAST_APPLIED, Store, identity_only
+from trussium_operator.controller.machinery.names import NamespacedName
 
 
 def obj(name: str, version: str, **meta: Any) -> dict[str, Any]:

@@ -5,9 +5,9 @@ from typing import Any
 
 import pytest
 
-from controller.exclusion import ForeignLeaseGate
-from controller.machinery.kube import ApiError, Kube
-from controller.machinery.names import NamespacedName
+from trussium_operator.controller.exclusion import ForeignLeaseGate
+from trussium_operator.controller.machinery.kube import ApiError, Kube
+from trussium_operator.controller.machinery.names import NamespacedName
 
 LEASE = NamespacedName("trussium-operator-system", "d4fd4c09.trussium.io")
 

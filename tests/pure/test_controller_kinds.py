@@ -2,10 +2,10 @@
 
 from typing import Any
 
-from common.api import TrussiumRuntime
-from controller.kinds import MANAGED_KINDS, disabled_kinds, render_managed_objects
-from controller.secret_presence import SecretPresence
-from controller.watches import watch_table
+from trussium_operator.common.api import TrussiumRuntime
+from trussium_operator.controller.kinds import MANAGED_KINDS, disabled_kinds, render_managed_objects
+from trussium_operator.controller.secret_presence import SecretPresence
+from trussium_operator.controller.watches import watch_table
 
 EVERY_FEATURE: dict[str, Any] = {
     "image": {"repository": "ghcr.io/trussium/runtime", "tag": "1.4.0"},

@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 import yaml
 
-from common import validation
-from controller import validated
-from controller.machinery.names import NamespacedName
-from controller.validated import ValidGenerations
+from trussium_operator.common import validation
+from trussium_operator.controller import validated
+from trussium_operator.controller.machinery.names import NamespacedName
+from trussium_operator.controller.validated import ValidGenerations
 
 MINIMAL = Path(__file__).parents[1] / "samples" / "valid" / "minimal.yaml"
 KEY = NamespacedName("team-a", "minimal")

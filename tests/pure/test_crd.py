@@ -13,15 +13,15 @@ import yaml
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
-from common import constants
-from common.api import (
+from hack import crd
+from trussium_operator.common import constants
+from trussium_operator.common.api import (
     AUTOSCALING_BOUNDS_ORDERED,
     IMAGE_TAG_XOR_DIGEST,
     NETWORK_POLICY_NEEDS_INGRESS,
     TrussiumRuntimeSpec,
     TrussiumRuntimeStatus,
 )
-from hack import crd
 
 
 def test_committed_crd_is_the_generator_output() -> None:

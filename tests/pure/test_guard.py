@@ -5,8 +5,8 @@ from typing import Any
 
 import pytest
 
-from common.guard import review_managed_deployment_update
 from tests.support.deployments import managed_deployment
+from trussium_operator.common.guard import review_managed_deployment_update
 
 OPERATOR = "system:serviceaccount:trussium-system:trussium-operator"
 ADMIN = "kubernetes-admin"

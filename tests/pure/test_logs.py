@@ -4,7 +4,7 @@ import io
 import json
 import logging
 
-from cmdline.logs import PACKAGE_PREFIX, JsonFormatter, configure_logging
+from trussium_operator.cmdline.logs import PACKAGE_PREFIX, JsonFormatter, configure_logging
 
 SECRET = "sk-live-do-not-log"
 

@@ -11,13 +11,19 @@ from typing import Any
 
 import pytest
 
-from common.events import decide_events
-from common.ratcheting import CONSEQUENCES, TolerableRule, consequence, split_stored, tolerated
-from common.status import Outcome, compute_status
-from common.validation import validate_runtime
-from controller.kinds import render_managed_objects
 from tests.pure.test_validation import VALID, with_spec
 from tests.support.stricter_rules import APPARMOR, FROZEN, SECCOMP_CONTAINER, SECCOMP_POD, TOLERATED
+from trussium_operator.common.events import decide_events
+from trussium_operator.common.ratcheting import (
+    CONSEQUENCES,
+    TolerableRule,
+    consequence,
+    split_stored,
+    tolerated,
+)
+from trussium_operator.common.status import Outcome, compute_status
+from trussium_operator.common.validation import validate_runtime
+from trussium_operator.controller.kinds import render_managed_objects
 
 
 @pytest.mark.parametrize("rule", list(TolerableRule))

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 import yaml
 
-from controller.cli import main
-from controller.render_cmd import run_render
+from trussium_operator.controller.cli import main
+from trussium_operator.controller.render_cmd import run_render
 
 RUNTIME = """\
 apiVersion: runtime.trussium.io/v1alpha1

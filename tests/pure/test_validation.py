@@ -5,8 +5,8 @@ from typing import Any
 
 import pytest
 
-from common.parsing import schema_errors
-from common.validation import (
+from trussium_operator.common.parsing import schema_errors
+from trussium_operator.common.validation import (
     FieldError,
     ValidationResult,
     validate_runtime,

@@ -5,8 +5,8 @@ import asyncio
 import pytest
 from prometheus_client import REGISTRY
 
-from controller.machinery.tokenbucket import TokenBucket
-from controller.machinery.workqueue import ItemBackoff, WorkQueue
+from trussium_operator.controller.machinery.tokenbucket import TokenBucket
+from trussium_operator.controller.machinery.workqueue import ItemBackoff, WorkQueue
 
 
 class FakeClock:

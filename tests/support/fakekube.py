@@ -27,9 +27,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
-from common import constants as c
-from controller.kinds import OWNED, RUNTIMES
-from controller.machinery.kube import (
+from tests.support.json_patch import PatchError, apply_json_patch
+from trussium_operator.common import constants as c
+from trussium_operator.controller.kinds import OWNED, RUNTIMES
+from trussium_operator.controller.machinery.kube import (
     APPLY_PATCH,
     EVENTS,
     JSON,
@@ -40,7 +41,6 @@ from controller.machinery.kube import (
     Kube,
     KubeError,
 )
-from tests.support.json_patch import PatchError, apply_json_patch
 
 Obj = dict[str, Any]
 FieldPath = tuple[str, ...]  # fieldsV1 keys from the root: "f:spec", 'k:{"name":"x"}', "."

@@ -8,10 +8,10 @@ from prometheus_client import REGISTRY, CollectorRegistry
 from prometheus_client.metrics import MetricWrapperBase
 from prometheus_client.registry import Collector
 
-import controller.machinery.metrics
-import controller.metrics
-from controller.runtime_metrics import RuntimeMetrics
-from webhook.metrics import WebhookMetrics
+import trussium_operator.controller.machinery.metrics
+import trussium_operator.controller.metrics
+from trussium_operator.controller.runtime_metrics import RuntimeMetrics
+from trussium_operator.webhook.metrics import WebhookMetrics
 
 SUFFIXES = {
     "counter": (("_total", ()),),
@@ -50,7 +50,7 @@ def registered_series() -> dict[str, frozenset[str]]:
     collectors (the aggregate gauge and the per-runtime series, given one runtime),
     and the webhook's own registry."""
     scrape_time = CollectorRegistry()
-    scrape_time.register(controller.metrics.RuntimesByReady(lambda: ["True"]))
+    scrape_time.register(trussium_operator.controller.metrics.RuntimesByReady(lambda: ["True"]))
     scrape_time.register(RuntimeMetrics(lambda: [RUNTIME], lambda: True))
     return (
         series_labels(REGISTRY)

@@ -9,8 +9,8 @@ on their rendered objects.
 import copy
 from typing import Any
 
-from common.ratcheting import TolerableRule
 from tests.pure.test_validation import VALID, with_spec
+from trussium_operator.common.ratcheting import TolerableRule
 
 APPARMOR = "container.apparmor.security.beta.kubernetes.io/"
 SECCOMP_POD = "seccomp.security.alpha.kubernetes.io/pod"

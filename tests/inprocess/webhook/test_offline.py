@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from webhook.cli import main
+from trussium_operator.webhook.cli import main
 
 from .reviews import SAMPLES
 
