@@ -6,17 +6,27 @@ BIN := $(VENV)/bin
 SRC := common webhook controller certs cmdline devcluster tests hack
 DIST ?= dist
 
-.PHONY: test venv host components node-components image lint typecheck pytest test-k8s oldest-k8s unit e2e-node demo cluster crd release-artifacts clean
+.PHONY: test venv lock host components node-components image lint typecheck pytest test-k8s oldest-k8s unit e2e-node demo cluster crd release-artifacts clean
 
 test: venv host components node-components lint typecheck pytest oldest-k8s
 
 venv: $(VENV)/.installed
-$(VENV)/.installed: pyproject.toml VERSION
+# Every dependency pinned with its hashes (requirements-dev.lock), then the project
+# itself, editable, from the tools already there (no other download).
+$(VENV)/.installed: pyproject.toml VERSION requirements-dev.lock
 	@echo ">> creating virtualenv and installing the project"
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q --require-hashes -r requirements-dev.lock
+	$(BIN)/pip install -q --no-deps --no-build-isolation -e .
 	@touch $@
+
+# Re-pin after changing pyproject.toml's dependencies: requirements.lock (the
+# programs; both image builds install from it) and requirements-dev.lock (make venv, CI).
+LOCK := $(BIN)/pip-compile --quiet --generate-hashes --allow-unsafe --strip-extras \
+	--no-emit-find-links --no-emit-index-url
+lock: venv
+	$(LOCK) --output-file requirements.lock pyproject.toml
+	$(LOCK) --extra dev --output-file requirements-dev.lock pyproject.toml
 
 host:
 	@bash hack/setup-host.sh
@@ -91,8 +101,9 @@ cluster: venv components $(if $(filter node,$(PROFILE)),node-components)
 demo: venv components
 	$(BIN)/python -m hack.demo $(if $(ONCE),--once,)
 
-# Wheel, sdist and packaged chart with SHA256SUMS in $(DIST); publishing is manual (docs/install.md).
-release-artifacts: venv components
+# Wheel, sdist, packaged chart and SBOM with SHA256SUMS in $(DIST); publishing is
+# manual (docs/install.md). Of the pinned components it builds helm alone.
+release-artifacts: venv
 	DIST=$(DIST) bash hack/release-artifacts.sh
 
 clean:

@@ -5,7 +5,7 @@ Every mode ends in one folder holding `tls.crt`, `tls.key` and optionally
 
 Serving (all modes)::
 
-    from certs.reload import ReloadingTLS
+    from trussium_operator.certs.reload import ReloadingTLS
     tls = ReloadingTLS(cert_dir)           # loads now; CertificateError if unusable
     web.TCPSite(runner, host, port, ssl_context=tls.context)
     task = asyncio.create_task(tls.run())  # polls the files every 5 s (poll_seconds=)
@@ -14,8 +14,8 @@ Serving (all modes)::
 
 Self-managed mode (before constructing ReloadingTLS)::
 
-    from certs.authority import service_dns_names
-    from certs.selfmanaged import SelfManaged
+    from trussium_operator.certs.authority import service_dns_names
+    from trussium_operator.certs.selfmanaged import SelfManaged
     manager = SelfManaged(api_client, namespace=ns, secret_name=WEBHOOK_SECRET_NAME,
                           dns_names=service_dns_names(WEBHOOK_SERVICE_NAME, ns) + extra,
                           ip_addresses=ips, webhook_config_names=[WEBHOOK_CONFIG_NAME],

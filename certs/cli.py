@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from certs.authority import (
+from trussium_operator.certs.authority import (
     CA_VALIDITY,
     SERVING_VALIDITY,
     CertificateError,
@@ -26,10 +26,10 @@ from certs.authority import (
     issue_serving_certificate,
     parse_ip_addresses,
 )
-from certs.files import CA_CERT_FILE, BundleFiles, atomic_write, write_bundle
-from certs.rotation import CA_COMMON_NAME
-from cmdline.options import ConfigurationError, fail
-from common.constants import WEBHOOK_CONFIG_NAME
+from trussium_operator.certs.files import CA_CERT_FILE, BundleFiles, atomic_write, write_bundle
+from trussium_operator.certs.rotation import CA_COMMON_NAME
+from trussium_operator.cmdline.options import ConfigurationError, fail
+from trussium_operator.common.constants import WEBHOOK_CONFIG_NAME
 
 CA_KEY_FILE = "ca.key"
 
@@ -126,7 +126,11 @@ def _inject(args: argparse.Namespace) -> int:
     from kubernetes_asyncio.client.exceptions import ApiException
     from kubernetes_asyncio.config import ConfigException
 
-    from certs.inject import ConflictError, WebhookConfigurationNotFoundError, describe
+    from trussium_operator.certs.inject import (
+        ConflictError,
+        WebhookConfigurationNotFoundError,
+        describe,
+    )
 
     try:
         ca_pem = args.ca_file.read_bytes()
@@ -156,8 +160,8 @@ def _inject(args: argparse.Namespace) -> int:
 
 
 async def _inject_async(kubeconfig: str | None, names: list[str], ca_pem: bytes) -> list[str]:
-    from certs.inject import inject_ca_bundle
-    from cmdline.kubeconfig import new_api_client
+    from trussium_operator.certs.inject import inject_ca_bundle
+    from trussium_operator.cmdline.kubeconfig import new_api_client
 
     api_client = await new_api_client(kubeconfig)
     async with api_client:

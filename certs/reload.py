@@ -27,18 +27,25 @@ from pathlib import Path
 
 from cryptography import x509
 
-from certs.authority import CertificateError, decode_key_pair
-from certs.files import BundleFiles, read_bundle
+from trussium_operator.certs.authority import CertificateError, decode_key_pair
+from trussium_operator.certs.files import BundleFiles, read_bundle
 
 DEFAULT_POLL_SECONDS = 5.0
 
 log = logging.getLogger(__name__)
 
 
+# TLS 1.2 suites with forward secrecy and authenticated encryption only: no CBC
+# (Lucky13-style padding oracles), no static RSA key exchange, no finite-field DHE.
+# TLS 1.3 suites are all AEAD and are not affected by this string.
+TLS12_CIPHERS = "ECDHE+AESGCM:ECDHE+CHACHA20"
+
+
 def server_context() -> ssl.SSLContext:
-    """A TLS server context that refuses anything older than TLS 1.2."""
+    """A TLS server context: TLS 1.2 or newer, AEAD suites only."""
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.set_ciphers(TLS12_CIPHERS)
     return context
 
 

@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 
 from cryptography import x509
 
-from certs.authority import (
+from trussium_operator.certs.authority import (
     CA_VALIDITY,
     RENEW_FRACTION,
     SERVING_VALIDITY,

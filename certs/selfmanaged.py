@@ -24,15 +24,15 @@ import aiohttp
 from kubernetes_asyncio import client, watch
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from certs.authority import CertificateError, parse_ip_addresses
-from certs.files import BundleFiles, write_bundle
-from certs.inject import (
+from trussium_operator.certs.authority import CertificateError, parse_ip_addresses
+from trussium_operator.certs.files import BundleFiles, write_bundle
+from trussium_operator.certs.inject import (
     ConflictError,
     WebhookConfigurationNotFoundError,
     describe,
     inject_ca_bundle,
 )
-from certs.rotation import DEFAULT_LIFETIMES, Lifetimes, TLSMaterial, rotate
+from trussium_operator.certs.rotation import DEFAULT_LIFETIMES, Lifetimes, TLSMaterial, rotate
 
 DEFAULT_CHECK_SECONDS = 300.0
 RETRY_SECONDS = 5.0

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, generate_latest
 
-from cmdline.addresses import split_address
+from trussium_operator.cmdline.addresses import split_address
 
 # A bind address of "0" serves nothing (controller-runtime's convention).
 DISABLED = "0"

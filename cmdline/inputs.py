@@ -1,29 +1,45 @@
 """The manifest reader of `trussium-webhook validate` and `trussium-controller render`.
 
-Files, folders (searched recursively for manifests) and `-` for standard
-input, parsed by `common.manifests`. What cannot be read or parsed is
-reported, never raised, so one bad file does not hide the verdict on the
-others.
+Files, folders (searched recursively for manifests, version-control and
+`node_modules` folders left out) and `-` for standard input, parsed by
+`common.manifests`. What cannot be read or parsed is reported, never
+raised, so one bad file does not hide the verdict on the others; a Helm
+template or a file with custom tags is set aside as skipped, since it is
+not meant for kubectl as it stands.
 """
 
-from collections.abc import Iterator, Sequence
+import os
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from common.manifests import ManifestError, parse_manifests
+from trussium_operator.common.manifests import (
+    Manifest,
+    ManifestError,
+    NotAManifestError,
+    read_manifests_text,
+)
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+# Never manifests of the project: version control's own files and installed packages.
+SKIPPED_FOLDERS = frozenset({".git", ".hg", ".svn", ".bzr", "_darcs", ".jj", "node_modules"})
 STDIN = "-"
 STDIN_LABEL = "<stdin>"
+
+Input = tuple[str, Path | None]  # (label, path); None is standard input
 
 
 @dataclass(frozen=True)
 class Unreadable:
-    """An input that could not be read or parsed: the command exits 2."""
+    """An input that could not be read or parsed (the command exits 2), or that was skipped;
+    `line` and `column` where the parser stopped, when it says."""
 
     file: str
     reason: str
+    line: int | None = None
+    column: int | None = None
 
     def __str__(self) -> str:
         return f"{self.file}: {self.reason}"
@@ -31,44 +47,87 @@ class Unreadable:
 
 @dataclass
 class Inputs:
-    documents: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    """What was read: `files` counts every input looked at, readable or not."""
+
+    manifests: list[tuple[str, Manifest]] = field(default_factory=list)
     files: int = 0
     problems: list[Unreadable] = field(default_factory=list)
+    skipped: list[Unreadable] = field(default_factory=list)
+
+    @property
+    def documents(self) -> list[tuple[str, dict[str, Any]]]:
+        return [(label, manifest.object) for label, manifest in self.manifests]
+
+    def extend(self, other: "Inputs") -> None:
+        self.manifests += other.manifests
+        self.files += other.files
+        self.problems += other.problems
+        self.skipped += other.skipped
 
 
-def read_manifests(paths: Sequence[str], stdin: TextIO) -> Inputs:
-    """Every object in `paths`, as (file label, object), in the order given."""
-    inputs = Inputs()
-    for label, path in _files(paths, inputs.problems):
+def read_manifests(
+    paths: Sequence[str], stdin: TextIO, ignore: Sequence[re.Pattern[str]] = ()
+) -> Inputs:
+    """Every object in `paths`, as (file label, manifest), in the order given."""
+    files, missing = find_inputs(paths, ignore)
+    inputs = Inputs(files=len(missing), problems=missing)
+    inputs.extend(read_inputs(files, stdin))
+    return inputs
+
+
+def find_inputs(
+    paths: Sequence[str], ignore: Sequence[re.Pattern[str]] = ()
+) -> tuple[list[Input], list[Unreadable]]:
+    """The inputs `paths` name, folders searched, and the paths that do not exist.
+
+    A file whose path matches any `ignore` pattern (searched, as kubeconform's
+    `-ignore-filename-pattern`) is left out, whether found in a folder or named.
+    """
+    found: list[Input] = []
+    missing: list[Unreadable] = []
+    for given in paths:
+        if given == STDIN:
+            found.append((STDIN_LABEL, None))
+            continue
+        path = Path(given)
+        if path.is_dir():
+            found += [(str(p), p) for p in _manifests_under(path)]
+        elif path.exists():
+            found.append((given, path))
+        else:
+            missing.append(Unreadable(given, "no such file or folder"))
+    return [(label, path) for label, path in found if not _ignored(label, ignore)], missing
+
+
+def _ignored(label: str, ignore: Sequence[re.Pattern[str]]) -> bool:
+    return label != STDIN_LABEL and any(pattern.search(label) for pattern in ignore)
+
+
+def _manifests_under(folder: Path) -> list[Path]:
+    found: list[Path] = []
+    for root, folders, names in os.walk(folder):
+        folders[:] = [name for name in folders if name not in SKIPPED_FOLDERS]
+        found += [Path(root, name) for name in names if name.endswith(MANIFEST_SUFFIXES)]
+    return sorted(path for path in found if path.is_file())
+
+
+def read_inputs(files: Sequence[Input], stdin: TextIO) -> Inputs:
+    """Read and parse each input; problems and skipped inputs are reported in `Inputs`."""
+    inputs = Inputs(files=len(files))
+    for label, path in files:
         try:
             text = stdin.read() if path is None else path.read_text(encoding="utf-8")
-            documents = parse_manifests(text, label)
+            manifests = read_manifests_text(text, label)
         except (OSError, UnicodeDecodeError) as error:
             reason = error.strerror if isinstance(error, OSError) else "not UTF-8 text"
             inputs.problems.append(Unreadable(label, f"cannot read: {reason}"))
             continue
+        except NotAManifestError as error:
+            inputs.skipped.append(Unreadable(label, f"skipped: {error}", error.line, error.column))
+            continue
         except ManifestError as error:
-            inputs.problems.append(Unreadable(label, str(error).removeprefix(f"{label}: ")))
+            reason = str(error).removeprefix(f"{label}: ")
+            inputs.problems.append(Unreadable(label, reason, error.line, error.column))
             continue
-        inputs.files += 1
-        inputs.documents += [(label, document) for document in documents]
+        inputs.manifests += [(label, manifest) for manifest in manifests]
     return inputs
-
-
-def _files(paths: Sequence[str], problems: list[Unreadable]) -> Iterator[tuple[str, Path | None]]:
-    """(label, path) per input file; a folder yields its manifests, `-` is stdin (None)."""
-    for given in paths:
-        if given == STDIN:
-            yield STDIN_LABEL, None
-            continue
-        path = Path(given)
-        if path.is_dir():
-            yield from (
-                (str(found), found)
-                for found in sorted(path.rglob("*"))
-                if found.suffix in MANIFEST_SUFFIXES and found.is_file()
-            )
-        elif path.exists():
-            yield given, path
-        else:
-            problems.append(Unreadable(given, "no such file or folder"))

@@ -8,7 +8,7 @@ from aiohttp.helpers import get_env_proxy_for_url
 from kubernetes_asyncio import client, config
 from yarl import URL
 
-from cmdline.options import ConfigurationError
+from trussium_operator.cmdline.options import ConfigurationError
 
 
 async def new_api_client(kubeconfig: str | None) -> client.ApiClient:

@@ -24,6 +24,15 @@ FIELDS_ATTRIBUTE = "fields"
 PAYLOAD_LOGGERS = ("kubernetes_asyncio",)
 
 
+# The distribution's namespace (ADR 0023): left out of logger names, which stay as
+# the modules are known in the repository (webhook.app, certs.reload).
+PACKAGE_PREFIX = "trussium_operator."
+
+
+def logger_name(record: logging.LogRecord) -> str:
+    return record.name.removeprefix(PACKAGE_PREFIX)
+
+
 class JsonFormatter(logging.Formatter):
     """Formats a record as one JSON line: time, level, logger, message, fields."""
 
@@ -31,7 +40,7 @@ class JsonFormatter(logging.Formatter):
         entry: dict[str, Any] = {
             "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
             "level": record.levelname.lower(),
-            "logger": record.name,
+            "logger": logger_name(record),
             "msg": record.getMessage(),
         }
         fields = getattr(record, FIELDS_ATTRIBUTE, None)
@@ -47,7 +56,7 @@ class TextFormatter(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         time = datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds")
-        line = f"{time} {record.levelname:<7} {record.name}: {record.getMessage()}"
+        line = f"{time} {record.levelname:<7} {logger_name(record)}: {record.getMessage()}"
         fields = getattr(record, FIELDS_ATTRIBUTE, None)
         if isinstance(fields, dict):
             line += "".join(f" {key}={_text_value(value)}" for key, value in fields.items())

@@ -11,7 +11,7 @@ import os
 import sys
 from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
-from typing import NoReturn, TypeAlias
+from typing import Any, NoReturn, TypeAlias
 
 ENV_PREFIX = "TRUSSIUM_"
 LOG_FORMATS = ("json", "text")
@@ -37,6 +37,15 @@ def env(flag: str, default: str | None = None) -> str | None:
     """The value of the flag's variable (`--bind-address`: TRUSSIUM_BIND_ADDRESS), else
     `default`: what the flag means when the command line does not give it."""
     return os.environ.get(env_name(flag), default)
+
+
+def add_flag(parser: argparse.ArgumentParser, flag: str, **options: Any) -> None:
+    """Add `flag`, its default overridden by its variable when that is set, so each
+    flag is named once."""
+    value = env(flag)
+    if value is not None:
+        options["default"] = value
+    parser.add_argument(flag, **options)
 
 
 def env_list(flag: str, default: Sequence[str] = ()) -> list[str]:

@@ -1,7 +1,7 @@
 """Pydantic models of the runtime.trussium.io/v1alpha1 TrussiumRuntime API.
 
 The single source of truth for the API's shape, bounds and defaults: the CRD
-in charts/trussium-operator/crds/ is generated from these models
+in charts/trussium-operator/files/crds/ is generated from these models
 (`make crd`), and a test fails when the two disagree. Field
 descriptions become the CRD's (`kubectl explain`) and docs/api-reference.md.
 
@@ -12,21 +12,23 @@ expression, the models enforce their Python reading, both with one message.
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal, Self
+from typing import Annotated, Any, Final, Literal, Self
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 from pydantic.config import JsonDict
 
-from common.k8s_types import (
+from trussium_operator.common.k8s_types import (
     INT32,
     INT64,
     Affinity,
     K8sModel,
     LabelSelector,
+    Quantity,
     ResourceRequirements,
     Toleration,
     unique_names,
 )
+from trussium_operator.common.ratcheting import TolerableRule
 
 DNS_SUBDOMAIN_PATTERN = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"
 IMAGE_REPOSITORY_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:/-]*$"
@@ -38,11 +40,15 @@ DATE_TIME: JsonDict = {"format": "date-time"}
 
 @dataclass(frozen=True)
 class CelRule:
-    """A cross-field rule: CEL for the CRD, `holds` for the models, one message."""
+    """A cross-field rule: CEL for the CRD, `holds` for the models, one message.
+
+    `name` is set for a rule a stored runtime may break (`common.ratcheting`).
+    """
 
     rule: str
     message: str
     holds: Callable[[Any], bool]
+    name: str = ""
 
     def schema(self) -> dict[str, Any]:
         """The CRD's rule, ratcheted: a value unchanged since the old object passes.
@@ -57,6 +63,20 @@ class CelRule:
             "optionalOldSelf": True,
             "message": self.message,
         }
+
+
+class RuleViolationError(ValueError):
+    """A CelRule that does not hold; the parse reads the rule's name from it."""
+
+    def __init__(self, rule: CelRule) -> None:
+        super().__init__(rule.message)
+        self.rule = rule
+
+
+# The validation context key of the tolerable rules a parse lets pass, and the context
+# that models a stored runtime: every rule it may break lets it pass.
+TOLERATED_RULES = "toleratedRules"
+STORED_RUNTIME: Final = {TOLERATED_RULES: frozenset(TolerableRule)}
 
 
 _URL_HEAD = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://([^/?]*)([^?]*)")
@@ -115,6 +135,7 @@ BASE_URL_IS_HTTP = CelRule(
     "&& url(self).getHostname() != ''",
     message="must be an absolute http or https URL with a host, e.g. http://ollama:11434",
     holds=_http_url_with_host,
+    name=TolerableRule.BASE_URL_NOT_HTTP,
 )
 
 
@@ -122,10 +143,11 @@ def _cel(*rules: CelRule) -> dict[str, Any]:
     return {"x-kubernetes-validations": [r.schema() for r in rules]}
 
 
-def _check(model: Any, *rules: CelRule) -> None:
+def _check(model: Any, *rules: CelRule, info: ValidationInfo | None = None) -> None:
+    tolerated = ((info.context if info else None) or {}).get(TOLERATED_RULES) or ()
     for rule in rules:
-        if not rule.holds(model):
-            raise ValueError(rule.message)
+        if not rule.holds(model) and not (rule.name and rule.name in tolerated):
+            raise RuleViolationError(rule)
 
 
 def _bounds(low: int, high: int) -> Any:
@@ -219,9 +241,9 @@ class ProviderSpec(K8sModel):
 
     @field_validator("base_url")
     @classmethod
-    def _base_url_is_http(cls, value: str | None) -> str | None:
+    def _base_url_is_http(cls, value: str | None, info: ValidationInfo) -> str | None:
         if value is not None:
-            _check(value, BASE_URL_IS_HTTP)
+            _check(value, BASE_URL_IS_HTTP, info=info)
         return value
 
 
@@ -309,6 +331,18 @@ class AutoscalingSpec(K8sModel):
         return self
 
 
+class ScratchSpec(K8sModel):
+    """The runtime's writable scratch space: an emptyDir at /tmp, where it spools large uploads."""
+
+    size_limit: Quantity | None = Field(
+        None,
+        description="Size limit of the scratch space, at least 16Mi. It counts in the "
+        "container's ephemeral storage, so at most resources.limits[ephemeral-storage] when "
+        "that is set. The kubelet evicts the Pod when the scratch space holds more. "
+        "Unset: 1Gi, or the ephemeral-storage limit when that is lower.",
+    )
+
+
 class PodMetadata(K8sModel):
     """Extra labels and annotations for the runtime Pods."""
 
@@ -364,6 +398,11 @@ class TrussiumRuntimeSpec(K8sModel):
     )
     resources: ResourceRequirements | None = Field(
         None, description="Compute resources of the runtime container."
+    )
+    scratch: ScratchSpec | None = Field(
+        None,
+        description="The runtime's scratch space (/tmp, TMPDIR), where it spools request "
+        "bodies over 1 MB.",
     )
     pod_metadata: PodMetadata | None = Field(
         None, description="Extra labels and annotations for the runtime Pods."
@@ -422,7 +461,8 @@ class TrussiumRuntimeStatus(K8sModel):
     endpoint: str = Field("", description="The in-cluster URL of the runtime's Service.")
     conditions: list[Condition] = Field(
         [],
-        description="ConfigurationValid, Progressing, Available, Ready, Degraded, Upgrading.",
+        description="ConfigurationValid, Progressing, Available, Ready, Degraded, Upgrading; "
+        "ConfigurationWarnings while a stored spec breaks rules it may break.",
         json_schema_extra={
             "x-kubernetes-list-type": "map",
             "x-kubernetes-list-map-keys": ["type"],

@@ -43,6 +43,13 @@ TERMINATION_GRACE_MARGIN_SECONDS: Final = 6
 PROGRESS_DEADLINE_SECONDS: Final = 600
 REVISION_HISTORY_LIMIT: Final = 3
 API_KEY_ENV: Final = "TRUSSIUM_PROVIDER__API_KEY"
+# Scratch space (docs/contract.md section 12): an emptyDir where the runtime spools uploads.
+SCRATCH_VOLUME: Final = "scratch"
+SCRATCH_PATH: Final = "/tmp"
+SCRATCH_ENV: Final = "TMPDIR"
+SCRATCH_DEFAULT_SIZE: Final = "1Gi"
+SCRATCH_MIN_SIZE: Final = "16Mi"
+EPHEMERAL_STORAGE: Final = "ephemeral-storage"
 
 
 class ConditionType(StrEnum):
@@ -52,6 +59,8 @@ class ConditionType(StrEnum):
     READY = "Ready"
     DEGRADED = "Degraded"
     UPGRADING = "Upgrading"
+    # Present only while a reconciled runtime breaks rules it may break (contract section 12).
+    CONFIGURATION_WARNINGS = "ConfigurationWarnings"
 
 
 class Reason(StrEnum):
@@ -79,6 +88,7 @@ class Reason(StrEnum):
     UPGRADE_IN_PROGRESS = "UpgradeInProgress"
     UPGRADE_COMPLETE = "UpgradeComplete"
     UPGRADE_FAILED = "UpgradeFailed"
+    ACCEPTED_WITH_WARNINGS = "AcceptedWithWarnings"
 
 
 class EventReason(StrEnum):
@@ -94,6 +104,7 @@ class EventReason(StrEnum):
     RUNTIME_UPGRADE_COMPLETED = "RuntimeUpgradeCompleted"
     RUNTIME_UPGRADE_FAILED = "RuntimeUpgradeFailed"
     RECONCILIATION_FAILED = "ReconciliationFailed"
+    ACCEPTED_WITH_WARNINGS = "AcceptedWithWarnings"
 
 
 class EventAction(StrEnum):

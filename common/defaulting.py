@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from common.schema import openapi_schema
+from trussium_operator.common.schema import openapi_schema
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from common.conditions import ConditionState, conditions_of, find_condition, state_of
-from common.constants import (
+from trussium_operator.common.conditions import (
+    ConditionState,
+    conditions_of,
+    find_condition,
+    state_of,
+)
+from trussium_operator.common.constants import (
     EVENT_NOTE_MAX_LENGTH,
     ConditionType,
     EventAction,
@@ -65,6 +70,21 @@ def _upgrade_event(
     return EventDecision(type_, reason, EventAction.UPGRADE_RUNTIME, note)
 
 
+def _entered(
+    change: Change | None,
+    status: str,
+    type_: EventType,
+    reason: str,
+    action: str,
+    note: str | None = None,
+) -> list[EventDecision]:
+    """The Event of a condition that turned `status`; its note is the condition's message
+    unless one is given."""
+    if change is None or change[1].status != status:
+        return []
+    return [EventDecision(type_, reason, action, change[1].message if note is None else note)]
+
+
 def decide_events(
     old_status: Mapping[str, Any] | None,
     new_status: Mapping[str, Any],
@@ -75,58 +95,54 @@ def decide_events(
 
     `failure` is the (Secret-free) description of a failed reconciliation.
     """
-    decisions: list[EventDecision] = []
-    valid = _change(old_status, new_status, ConditionType.CONFIGURATION_VALID)
-    if valid and valid[1].status == "False":
-        decisions.append(
-            EventDecision(
-                "Warning",
-                EventReason.CONFIGURATION_INVALID,
-                EventAction.VALIDATE_CONFIGURATION,
-                valid[1].message,
-            )
-        )
-    degraded = _change(old_status, new_status, ConditionType.DEGRADED)
-    if degraded and degraded[1].status == "True":
-        decisions.append(
-            EventDecision(
-                "Warning",
-                EventReason.RUNTIME_DEGRADED,
-                EventAction.OBSERVE_RUNTIME,
-                degraded[1].message,
-            )
-        )
-    if degraded and degraded[0] and degraded[0].status == "True" and degraded[1].status == "False":
-        decisions.append(
-            EventDecision(
-                "Normal",
-                EventReason.RUNTIME_RECOVERED,
-                EventAction.OBSERVE_RUNTIME,
-                "The runtime is no longer degraded.",
-            )
-        )
-    progressing = _change(old_status, new_status, ConditionType.PROGRESSING)
-    if progressing and progressing[1].status == "True":
-        decisions.append(
-            EventDecision(
-                "Normal",
-                EventReason.RUNTIME_PROGRESSING,
-                EventAction.RECONCILE_RUNTIME,
-                progressing[1].message,
-            )
-        )
-    ready = _change(old_status, new_status, ConditionType.READY)
-    if ready and ready[1].status == "True":
-        reason = (
-            EventReason.RUNTIME_SCALED_TO_ZERO
-            if ready[1].reason == Reason.SCALED_TO_ZERO
-            else EventReason.RUNTIME_READY
-        )
-        decisions.append(
-            EventDecision("Normal", reason, EventAction.OBSERVE_RUNTIME, ready[1].message)
-        )
-    upgrading = _change(old_status, new_status, ConditionType.UPGRADING)
-    upgrade = _upgrade_event(old_status, new_status, upgrading)
+
+    def change(type_: ConditionType) -> Change | None:
+        return _change(old_status, new_status, type_)
+
+    degraded, ready = change(ConditionType.DEGRADED), change(ConditionType.READY)
+    was_degraded = degraded is not None and degraded[0] is not None and degraded[0].status == "True"
+    scaled_to_zero = ready is not None and ready[1].reason == Reason.SCALED_TO_ZERO
+    observe, reconcile = EventAction.OBSERVE_RUNTIME, EventAction.RECONCILE_RUNTIME
+    decisions = [
+        *_entered(
+            change(ConditionType.CONFIGURATION_VALID),
+            "False",
+            "Warning",
+            EventReason.CONFIGURATION_INVALID,
+            EventAction.VALIDATE_CONFIGURATION,
+        ),
+        *_entered(
+            change(ConditionType.CONFIGURATION_WARNINGS),
+            "True",
+            "Warning",
+            EventReason.ACCEPTED_WITH_WARNINGS,
+            EventAction.VALIDATE_CONFIGURATION,
+        ),
+        *_entered(degraded, "True", "Warning", EventReason.RUNTIME_DEGRADED, observe),
+        *_entered(
+            degraded if was_degraded else None,
+            "False",
+            "Normal",
+            EventReason.RUNTIME_RECOVERED,
+            observe,
+            note="The runtime is no longer degraded.",
+        ),
+        *_entered(
+            change(ConditionType.PROGRESSING),
+            "True",
+            "Normal",
+            EventReason.RUNTIME_PROGRESSING,
+            reconcile,
+        ),
+        *_entered(
+            ready,
+            "True",
+            "Normal",
+            EventReason.RUNTIME_SCALED_TO_ZERO if scaled_to_zero else EventReason.RUNTIME_READY,
+            observe,
+        ),
+    ]
+    upgrade = _upgrade_event(old_status, new_status, change(ConditionType.UPGRADING))
     if upgrade is not None:
         decisions.append(upgrade)
     if failure is not None:
@@ -134,7 +150,7 @@ def decide_events(
             EventDecision(
                 "Warning",
                 EventReason.RECONCILIATION_FAILED,
-                EventAction.RECONCILE_RUNTIME,
+                reconcile,
                 f"Reconciliation failed: {failure}",
             )
         )

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import Any
 
-from common.constants import (
+from trussium_operator.common.constants import (
     KIND,
     LABEL_INSTANCE,
     LABEL_MANAGED_BY,
@@ -28,7 +28,7 @@ from common.constants import (
     OPERATOR_LABEL_KEYS,
     RESTARTED_AT_ANNOTATION,
 )
-from common.json_limits import cut, path_key
+from trussium_operator.common.json_limits import cut, path_key
 
 Path = tuple[str | int, ...]
 
@@ -50,6 +50,7 @@ _TRUSSIUM_RUNTIME_FIELDS: tuple[tuple[Path, str], ...] = (
     (("spec", "template", "spec", "containers", -1, "envFrom"), "spec.provider / spec.runtime"),
     (("spec", "template", "spec", "containers"), "spec.image / spec.resources"),
     (("spec", "template", "spec", "imagePullSecrets"), "spec.imagePullSecrets"),
+    (("spec", "template", "spec", "volumes"), "spec.scratch.sizeLimit"),
     (("spec", "template", "spec", "nodeSelector"), "spec.scheduling.nodeSelector"),
     (("spec", "template", "spec", "tolerations"), "spec.scheduling.tolerations"),
     (("spec", "template", "spec", "affinity"), "spec.scheduling.affinity"),

@@ -1,6 +1,6 @@
 """How a TrussiumRuntime's image spec becomes a container image reference."""
 
-from common.api import ImageSpec
+from trussium_operator.common.api import ImageSpec
 
 
 def render_image(image: ImageSpec) -> str:

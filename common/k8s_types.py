@@ -22,7 +22,7 @@ from pydantic.alias_generators import to_camel
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import core_schema
 
-from common.quantity import QUANTITY_PATTERN
+from trussium_operator.common.quantity import QUANTITY_PATTERN
 
 
 def _integral(value: Any) -> Any:

@@ -7,23 +7,30 @@ fails later when the operator applies its Deployment. Every function takes
 raw JSON values and skips parts of the wrong type: the schema reports those.
 """
 
+import dataclasses
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from common.json_limits import cut, path_key, shown
-from common.quantity import QuantityError, is_integer, parse_quantity
+from trussium_operator.common.json_limits import cut, path_key, shown
+from trussium_operator.common.quantity import QuantityError, is_integer, parse_quantity
 
 
 @dataclass(frozen=True)
 class FieldError:
-    """One violation at a Kubernetes-style field path (a StatusCause)."""
+    """One violation at a Kubernetes-style field path (a StatusCause).
+
+    `rule` names the rule broken when a stored runtime may break it and still
+    be reconciled (`common.ratcheting`); empty for every other rule. It takes
+    no part in comparisons: a path and a message identify a violation.
+    """
 
     path: str
     message: str
     type: str = "FieldValueInvalid"
+    rule: str = dataclasses.field(default="", compare=False)
 
 
 Errors = Iterator[FieldError]

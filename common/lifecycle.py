@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from common.api import TrussiumRuntimeSpec
-from common.conditions import ConditionState, conditions_of, find_condition
-from common.constants import ConditionType, Reason
+from trussium_operator.common.api import TrussiumRuntimeSpec
+from trussium_operator.common.conditions import ConditionState, conditions_of, find_condition
+from trussium_operator.common.constants import ConditionType, Reason
 
 
 class RolloutPhase(StrEnum):

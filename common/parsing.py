@@ -24,12 +24,18 @@ from typing import Any, Union
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from common import api
-from common.api import TrussiumRuntime, TrussiumRuntimeSpec
-from common.defaulting import default_spec
-from common.json_limits import json_problem, path_key, shown
-from common.k8s_validation import FieldError
-from common.quantity import QuantityError, parse_quantity
+from trussium_operator.common import api
+from trussium_operator.common.api import (
+    STORED_RUNTIME,
+    RuleViolationError,
+    TrussiumRuntime,
+    TrussiumRuntimeSpec,
+)
+from trussium_operator.common.defaulting import default_spec
+from trussium_operator.common.json_limits import json_problem, path_key, shown
+from trussium_operator.common.k8s_validation import FieldError
+from trussium_operator.common.quantity import QuantityError, parse_quantity
+from trussium_operator.common.ratcheting import tolerated
 
 # Entries a map or list of the spec may hold (Kubernetes has no such count,
 # real specs hold a few dozen at most); larger ones are cut before any rule
@@ -56,7 +62,7 @@ _TYPE_NAMES = {
 }
 
 
-_QUANTITY_PATHS = ("spec.resources.limits[", "spec.resources.requests[")
+_QUANTITY_PATHS = ("spec.resources.limits[", "spec.resources.requests[", "spec.scratch.sizeLimit")
 _QUANTITY_FAILURES = ("int_type", "string_type", "string_pattern_mismatch")
 _NOT_AN_OBJECT = FieldError("", "a TrussiumRuntime must be a JSON object", "FieldValueTypeInvalid")
 
@@ -67,7 +73,8 @@ class ParsedRuntime:
 
     `spec` is None when the object could not be read at all (not a JSON
     object, nested too deep, not valid Unicode); `errors` then say why.
-    `model` is None when the spec breaks a schema rule (`errors` list each);
+    `model` is None when the spec breaks a schema rule (`errors` list each)
+    other than those a stored runtime may break (`common.ratcheting`);
     `runtime` is None when the model is, or when the metadata cannot carry a
     runtime (`runtime_problem` says why: no name, a field of the wrong type).
     """
@@ -179,7 +186,9 @@ def _schema_error(error: ErrorDetails) -> FieldError:
     if kind in _TYPE_NAMES:
         return FieldError(path, f"must be {_TYPE_NAMES[kind]}", "FieldValueTypeInvalid")
     if kind == "value_error":
-        return FieldError(path, str(ctx["error"]))
+        cause = ctx["error"]
+        rule = cause.rule.name if isinstance(cause, RuleViolationError) else ""
+        return FieldError(path, str(cause), rule=rule)
     return FieldError(path, error["msg"])
 
 
@@ -192,13 +201,23 @@ def _one_per_path(errors: list[FieldError]) -> list[FieldError]:
 
 
 def _spec_model(spec: object) -> tuple[TrussiumRuntimeSpec | None, list[FieldError]]:
-    """The model of a defaulted spec, or the schema rules it breaks."""
+    """The model of a defaulted spec, and the schema rules it breaks.
+
+    When it breaks only rules a stored runtime may break (`common.ratcheting`),
+    the model is built too, as a stored runtime's: the errors still say what it breaks.
+    """
     if spec is None:
         return None, [FieldError("spec", "Required value", "FieldValueRequired")]
     try:
         return TrussiumRuntimeSpec.model_validate(spec), []
     except ValidationError as error:
-        return None, _one_per_path([_schema_error(e) for e in error.errors()])
+        errors = _one_per_path([_schema_error(e) for e in error.errors()])
+    if not all(tolerated(e) for e in errors):
+        return None, errors
+    try:
+        return TrussiumRuntimeSpec.model_validate(spec, context=STORED_RUNTIME), errors
+    except ValidationError:  # a rule hidden behind a tolerated one at the same path
+        return None, errors
 
 
 def _defaulted(spec: object) -> object:

@@ -14,7 +14,7 @@ and bounded like Kubernetes' own, so a quantity accepted here can be applied.
 import re
 from decimal import ROUND_UP, Context, Decimal
 
-from common.json_limits import shown
+from trussium_operator.common.json_limits import shown
 
 QUANTITY_PATTERN = (
     r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))"

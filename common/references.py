@@ -1,6 +1,6 @@
 """The Secrets a TrussiumRuntime refers to (docs/contract.md section 5, step 2)."""
 
-from common.api import TrussiumRuntimeSpec
+from trussium_operator.common.api import TrussiumRuntimeSpec
 
 
 def referenced_secret_paths(spec: TrussiumRuntimeSpec) -> dict[str, str]:

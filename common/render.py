@@ -1,29 +1,24 @@
 """The objects the operator owns for a TrussiumRuntime (docs/contract.md section 4).
 
 Each manifest holds only the fields the operator owns, so server-side apply
-neither fights Kubernetes' defaults nor other field managers.
+neither fights Kubernetes' defaults nor other field managers. Which kinds are
+rendered, in which order and when, is the controller's registry of managed
+kinds (`controller/kinds.py`).
 """
 
 import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel
 
-from common import constants as c
-from common.api import AutoscalingSpec, TrussiumRuntime, TrussiumRuntimeSpec
-from common.images import render_image
-from common.lifecycle import desired_replicas
+from trussium_operator.common import constants as c
+from trussium_operator.common.api import AutoscalingSpec, TrussiumRuntime, TrussiumRuntimeSpec
+from trussium_operator.common.images import render_image
+from trussium_operator.common.lifecycle import desired_replicas
+from trussium_operator.common.quantity import QuantityError, parse_quantity
 
 Manifest = dict[str, Any]
-
-
-@dataclass(frozen=True)
-class ObjectRef:
-    api_version: str
-    kind: str
-    name: str
 
 
 def _dump(model: BaseModel) -> dict[str, Any]:
@@ -151,6 +146,30 @@ def _probe(path: str, timing: tuple[int, int, int]) -> dict[str, Any]:
     }
 
 
+def scratch_size_limit(spec: TrussiumRuntimeSpec) -> int | str:
+    """The spec's size, else the default capped at the container's ephemeral-storage
+    limit: the scratch space counts in that limit, so it can never hold more."""
+    if spec.scratch is not None and spec.scratch.size_limit is not None:
+        return spec.scratch.size_limit
+    limit = ((spec.resources.limits if spec.resources else None) or {}).get(c.EPHEMERAL_STORAGE)
+    if limit is None:
+        return c.SCRATCH_DEFAULT_SIZE
+    try:
+        lower = parse_quantity(limit) < parse_quantity(c.SCRATCH_DEFAULT_SIZE)
+    except QuantityError:  # validation reports it
+        return c.SCRATCH_DEFAULT_SIZE
+    return limit if lower else c.SCRATCH_DEFAULT_SIZE
+
+
+def _scratch(spec: TrussiumRuntimeSpec) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """The scratch space (docs/contract.md section 12): the Pod's emptyDir, the
+    container's mount of it and TMPDIR naming it, where the runtime spools large
+    request bodies under a read-only root filesystem."""
+    volume = {"name": c.SCRATCH_VOLUME, "emptyDir": {"sizeLimit": scratch_size_limit(spec)}}
+    mount = {"name": c.SCRATCH_VOLUME, "mountPath": c.SCRATCH_PATH}
+    return volume, mount, {"name": c.SCRATCH_ENV, "value": c.SCRATCH_PATH}
+
+
 def _container(spec: TrussiumRuntimeSpec, name: str) -> dict[str, Any]:
     container: dict[str, Any] = {
         "name": c.CONTAINER_NAME,
@@ -159,12 +178,17 @@ def _container(spec: TrussiumRuntimeSpec, name: str) -> dict[str, Any]:
         "ports": [{"name": c.PORT_NAME, "containerPort": c.CONTAINER_PORT, "protocol": "TCP"}],
         "envFrom": [{"configMapRef": {"name": name}}],
     }
+    _, scratch_mount, scratch_env = _scratch(spec)
     credentials = spec.provider.credentials_secret_ref
     if credentials is not None:
         secret_ref = {"name": credentials.name, "key": credentials.key}
-        container["env"] = [{"name": c.API_KEY_ENV, "valueFrom": {"secretKeyRef": secret_ref}}]
+        api_key = {"name": c.API_KEY_ENV, "valueFrom": {"secretKeyRef": secret_ref}}
+        container["env"] = [api_key, scratch_env]
+    else:
+        container["env"] = [scratch_env]
     if spec.resources is not None:
         container["resources"] = _dump(spec.resources)
+    container["volumeMounts"] = [scratch_mount]
     container["securityContext"] = {
         "allowPrivilegeEscalation": False,
         "readOnlyRootFilesystem": True,
@@ -220,6 +244,7 @@ def _pod_template(runtime: TrussiumRuntime, checksum: str) -> dict[str, Any]:
         }
     ]
     pod["containers"] = [_container(spec, name)]
+    pod["volumes"] = [_scratch(spec)[0]]
     return {"metadata": {"labels": labels, "annotations": annotations}, "spec": pod}
 
 
@@ -286,34 +311,3 @@ def render_autoscaler(runtime: TrussiumRuntime, autoscaling: AutoscalingSpec) ->
 
 def network_policy_enabled(spec: TrussiumRuntimeSpec) -> bool:
     return spec.network_policy is not None and spec.network_policy.enabled
-
-
-def render_managed_objects(
-    runtime: TrussiumRuntime, live_deployment: Mapping[str, Any] | None = None
-) -> list[Manifest]:
-    """Every object to apply, in apply order (ConfigMap first: pods mount it)."""
-    objects = [
-        render_config_map(runtime),
-        render_service_account(runtime),
-        render_service(runtime),
-        render_deployment(runtime, live_deployment),
-        render_pod_disruption_budget(runtime),
-    ]
-    if network_policy_enabled(runtime.spec):
-        objects.append(render_network_policy(runtime))
-    autoscaling = runtime.spec.enabled_autoscaling
-    if autoscaling is not None:
-        objects.append(render_autoscaler(runtime, autoscaling))
-    return objects
-
-
-def disabled_optional_objects(runtime: TrussiumRuntime) -> list[ObjectRef]:
-    """The optional objects whose feature is off, which must therefore not exist."""
-    name = runtime.metadata.name
-    refs = []
-    if not network_policy_enabled(runtime.spec):
-        refs.append(ObjectRef(c.MANAGED_API_VERSIONS["NetworkPolicy"], "NetworkPolicy", name))
-    if runtime.spec.enabled_autoscaling is None:
-        kind = "HorizontalPodAutoscaler"
-        refs.append(ObjectRef(c.MANAGED_API_VERSIONS[kind], kind, name))
-    return refs

@@ -11,7 +11,7 @@ import copy
 from functools import cache
 from typing import Any
 
-from common.api import TrussiumRuntimeSpec, TrussiumRuntimeStatus
+from trussium_operator.common.api import TrussiumRuntimeSpec, TrussiumRuntimeStatus
 
 # Pydantic's JSON-schema keys that have no place in a structural schema.
 _DROPPED = {"title", "additionalProperties", "$defs"}

@@ -4,23 +4,28 @@ Zero and empty fields are left out of the written status, as the Go
 operator's `omitempty` fields are, so both operators write the same shape.
 """
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from common import constants as c
-from common.api import ServiceSpec, TrussiumRuntime, TrussiumRuntimeSpec, TrussiumRuntimeStatus
-from common.conditions import (
+from trussium_operator.common import constants as c
+from trussium_operator.common.api import (
+    ServiceSpec,
+    TrussiumRuntime,
+    TrussiumRuntimeSpec,
+    TrussiumRuntimeStatus,
+)
+from trussium_operator.common.conditions import (
     ConditionState,
     build_condition,
     conditions_of,
     find_condition,
     state_of,
 )
-from common.constants import ConditionType, Reason
-from common.images import render_image
-from common.k8s_validation import FieldError
-from common.lifecycle import (
+from trussium_operator.common.constants import ConditionType, Reason
+from trussium_operator.common.images import render_image
+from trussium_operator.common.k8s_validation import FieldError
+from trussium_operator.common.lifecycle import (
     Rollout,
     RolloutPhase,
     desired_replicas,
@@ -214,10 +219,12 @@ def compute_status(
     service: Mapping[str, Any] | None,
     outcome: Outcome,
     now: str,
+    warnings: Sequence[FieldError] = (),
 ) -> dict[str, Any]:
     """The whole status (camelCase), ready for the status subresource.
 
-    `now` is the RFC 3339 time used for conditions whose status flips.
+    `now` is the RFC 3339 time used for conditions whose status flips;
+    `warnings`, the rules the stored spec breaks but may (`common.ratcheting`).
     """
     previous = runtime.status
     desired = desired_replicas(runtime.spec, deployment)
@@ -238,6 +245,10 @@ def compute_status(
         **_workload(o),
     }
     states[ConditionType.UPGRADING] = upgrade.condition
+    if warnings:
+        states[ConditionType.CONFIGURATION_WARNINGS] = ConditionState(
+            "True", Reason.ACCEPTED_WITH_WARNINGS, warnings_message(warnings)
+        )
     return _status(
         previous,
         states,
@@ -281,12 +292,26 @@ def _status(
 MAX_LISTED_ERRORS = 20
 
 
-def invalid_spec_message(errors: Sequence[FieldError]) -> str:
-    """Every error with its field path (the first MAX_LISTED_ERRORS, then a count)."""
-    shown = [f"{error.path}: {error.message}" for error in errors[:MAX_LISTED_ERRORS]]
+def _listed(errors: Sequence[FieldError], show: Callable[[FieldError], str]) -> str:
+    """The first MAX_LISTED_ERRORS errors, then a count."""
+    shown = [show(error) for error in errors[:MAX_LISTED_ERRORS]]
     more = len(errors) - len(shown)
-    tail = f"; and {more} more" if more > 0 else ""
-    return f"The spec is invalid: {'; '.join(shown)}{tail}. Fix the spec to resume reconciling."
+    return "; ".join(shown) + (f"; and {more} more" if more > 0 else "")
+
+
+def invalid_spec_message(errors: Sequence[FieldError]) -> str:
+    """Every error with its field path."""
+    listed = _listed(errors, lambda e: f"{e.path}: {e.message}")
+    return f"The spec is invalid: {listed}. Fix the spec to resume reconciling."
+
+
+def warnings_message(warnings: Sequence[FieldError]) -> str:
+    """Every rule a reconciled runtime breaks, with its field path and name."""
+    listed = _listed(warnings, lambda e: f"{e.path}: {e.message} [{e.rule}]")
+    return (
+        "The spec breaks rules a new runtime must meet; it is reconciled as the Go operator "
+        f"reconciled it: {listed}. Fix the spec to clear this."
+    )
 
 
 def invalid_spec_status(

@@ -9,6 +9,8 @@ Two layers, reported together, on top of the one parse (`common.parsing`):
   Kubernetes in `common.k8s_validation`.
 Soft problems become warnings; on UPDATE, a violation the old object already
 had becomes a warning too (`ratchet`), so unrelated edits are never blocked.
+Each rule a stored runtime may break and still be reconciled carries its
+name (`FieldError.rule`, `common.ratcheting`).
 """
 
 from collections.abc import Iterator, Mapping
@@ -16,13 +18,15 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import urlsplit
 
-from common import constants, k8s_validation
-from common.api import TrussiumRuntime, TrussiumRuntimeSpec
-from common.images import render_image
-from common.json_limits import shown
-from common.k8s_validation import FieldError
-from common.parsing import ParsedRuntime, parse_runtime
-from common.references import referenced_secret_paths
+from trussium_operator.common import constants, k8s_validation
+from trussium_operator.common.api import TrussiumRuntime, TrussiumRuntimeSpec
+from trussium_operator.common.images import render_image
+from trussium_operator.common.json_limits import shown
+from trussium_operator.common.k8s_validation import FieldError
+from trussium_operator.common.parsing import ParsedRuntime, parse_runtime
+from trussium_operator.common.quantity import QuantityError, parse_quantity
+from trussium_operator.common.ratcheting import TolerableRule, tolerated
+from trussium_operator.common.references import referenced_secret_paths
 
 __all__ = [
     "FieldError",
@@ -67,6 +71,61 @@ MUTABLE_TAG = "latest"
 APPARMOR_PREFIX = "container.apparmor.security.beta.kubernetes.io/"
 SECCOMP_POD = "seccomp.security.alpha.kubernetes.io/pod"
 SECCOMP_CONTAINER_PREFIX = "container.seccomp.security.alpha.kubernetes.io/"
+SECCOMP_RUNTIME_DEFAULT = ("runtime/default", "docker/default")
+UNCONFINED = "unconfined"
+LOCALHOST_PROFILE_PREFIX = "localhost/"
+SECURITY_PROFILE_MESSAGE = (
+    "unsupported Pod customization: the operator enforces the runtime's security profile "
+    "(RuntimeDefault seccomp), which AppArmor and seccomp annotations would override; remove it"
+)
+
+
+def _seccomp_profile_problem(profile: str) -> str | None:
+    """Why the API server refuses `profile` in a seccomp annotation (ValidateSeccompProfile)."""
+    if profile in (*SECCOMP_RUNTIME_DEFAULT, UNCONFINED):
+        return None
+    if profile.startswith(LOCALHOST_PROFILE_PREFIX):
+        path = profile.removeprefix(LOCALHOST_PROFILE_PREFIX)
+        if path.startswith("/") or ".." in path.split("/"):
+            return "a localhost/ seccomp profile must be a relative path without '..'"
+        return None
+    return "not a seccomp profile: runtime/default, unconfined or localhost/<path>"
+
+
+def _refused_security_annotation(key: str, value: str) -> str | None:
+    """Why the API server refuses this AppArmor or seccomp annotation in the operator's
+    Pod template (Kubernetes' ValidatePodTemplateSpec), or None when it accepts it."""
+    if key == SECCOMP_POD:
+        if value not in SECCOMP_RUNTIME_DEFAULT:
+            return "it must match the Pod's seccomp profile, RuntimeDefault (runtime/default)"
+        return None
+    if key.startswith(SECCOMP_CONTAINER_PREFIX):
+        return _seccomp_profile_problem(value)
+    container = key.removeprefix(APPARMOR_PREFIX)
+    if container != constants.CONTAINER_NAME:
+        return f"the Pod has no container {shown(container)}, only {constants.CONTAINER_NAME!r}"
+    if value in ("", SECCOMP_RUNTIME_DEFAULT[0], UNCONFINED) or value.startswith(
+        LOCALHOST_PROFILE_PREFIX
+    ):
+        return None
+    return "not an AppArmor profile: runtime/default, unconfined or localhost/<name>"
+
+
+def _security_annotation_error(at: str, key: str, value: object) -> FieldError:
+    """Tolerated on a stored runtime only where the API server accepts the annotation."""
+    refused = _refused_security_annotation(key, value) if isinstance(value, str) else None
+    if refused is None:
+        return FieldError(
+            at,
+            SECURITY_PROFILE_MESSAGE,
+            "FieldValueForbidden",
+            TolerableRule.SECURITY_PROFILE_ANNOTATION,
+        )
+    return FieldError(
+        at,
+        f"{SECURITY_PROFILE_MESSAGE}; the API server refuses it in the Pod template too: {refused}",
+        "FieldValueForbidden",
+    )
 
 
 def _pod_metadata_errors(pod_metadata: Mapping[str, Any]) -> Iterator[FieldError]:
@@ -78,10 +137,11 @@ def _pod_metadata_errors(pod_metadata: Mapping[str, Any]) -> Iterator[FieldError
                 f"{path}.labels[{key}]",
                 f"label {key} is set by the operator and cannot be overridden; remove it",
                 "FieldValueForbidden",
+                TolerableRule.RESERVED_POD_LABEL,
             )
     yield from k8s_validation.validate_labels(labels, f"{path}.labels")
     annotations = k8s_validation.as_dict(pod_metadata.get("annotations"))
-    for key in annotations:
+    for key, value in annotations.items():
         at = f"{path}.annotations[{key}]"
         if str(key).startswith(constants.ANNOTATION_PREFIX):
             yield FieldError(
@@ -89,15 +149,10 @@ def _pod_metadata_errors(pod_metadata: Mapping[str, Any]) -> Iterator[FieldError
                 f"annotations with the {constants.ANNOTATION_PREFIX} prefix are reserved for the "
                 "operator; remove it",
                 "FieldValueForbidden",
+                TolerableRule.RESERVED_POD_ANNOTATION,
             )
         elif str(key).startswith((APPARMOR_PREFIX, SECCOMP_CONTAINER_PREFIX)) or key == SECCOMP_POD:
-            yield FieldError(
-                at,
-                "unsupported Pod customization: the operator enforces the runtime's security "
-                "profile (RuntimeDefault seccomp), which AppArmor and seccomp annotations would "
-                "override; remove it",
-                "FieldValueForbidden",
-            )
+            yield _security_annotation_error(at, str(key), value)
     yield from k8s_validation.validate_annotations(annotations, f"{path}.annotations")
 
 
@@ -115,6 +170,40 @@ def _base_url_errors(base_url: object) -> Iterator[FieldError]:
             "must not contain user credentials; put the API key in a Secret and reference it "
             "with spec.provider.credentialsSecretRef",
             "FieldValueForbidden",
+            TolerableRule.BASE_URL_CREDENTIALS,
+        )
+
+
+def _scratch_errors(
+    scratch: Mapping[str, Any], resources: Mapping[str, Any]
+) -> Iterator[FieldError]:
+    """docs/contract.md section 12: room for a few spooled uploads, within the
+    ephemeral storage the scratch space counts in."""
+    path = "spec.scratch.sizeLimit"
+    if "sizeLimit" not in scratch:
+        return
+    try:
+        size = parse_quantity(scratch["sizeLimit"])
+    except QuantityError as error:
+        yield FieldError(path, str(error))
+        return
+    if size < parse_quantity(constants.SCRATCH_MIN_SIZE):
+        yield FieldError(
+            path,
+            f"must be at least {constants.SCRATCH_MIN_SIZE}: the runtime spools every upload "
+            "over 1 MB there, and the kubelet evicts the Pod when it is full",
+        )
+    limits = k8s_validation.as_dict(resources.get("limits"))
+    try:
+        limit = parse_quantity(limits[constants.EPHEMERAL_STORAGE])
+    except (KeyError, QuantityError):
+        return  # no limit, or one validate_resources reports
+    if size > limit:
+        yield FieldError(
+            path,
+            f"must be at most spec.resources.limits[{constants.EPHEMERAL_STORAGE}] "
+            f"({shown(limits[constants.EPHEMERAL_STORAGE])}): the scratch space counts in the "
+            "container's ephemeral storage, so the Pod would be evicted before it is full",
         )
 
 
@@ -142,6 +231,7 @@ def _semantic_errors(
             )
     resources = as_dict(spec.get("resources"))
     yield from k8s_validation.validate_resources(resources, "spec.resources")
+    yield from _scratch_errors(as_dict(spec.get("scratch")), resources)
     provider = as_dict(spec.get("provider"))
     yield from _base_url_errors(provider.get("baseURL"))
     # Read from the plain spec, not the model, so it is reported beside schema errors too.
@@ -153,6 +243,7 @@ def _semantic_errors(
             "autoscaling needs spec.resources.requests.cpu: CPU utilization is measured "
             "against the CPU request",
             "FieldValueRequired",
+            TolerableRule.AUTOSCALING_WITHOUT_CPU_REQUEST,
         )
     if model is not None:
         problem = k8s_validation.image_reference_problem(render_image(model.image))
@@ -160,6 +251,7 @@ def _semantic_errors(
             yield FieldError(
                 "spec.image.repository",
                 f"{render_image(model.image)!r} is not a valid image reference: {problem}",
+                rule=TolerableRule.IMAGE_REFERENCE,
             )
 
 
@@ -235,22 +327,39 @@ def with_missing_secrets(result: ValidationResult, existing: frozenset[str]) -> 
     return replace(result, field_warnings=result.field_warnings + missing) if missing else result
 
 
+_KEPT = "already present before this update, so not blocking it"
+_KEPT_FROZEN = f"{_KEPT}; the operator does not reconcile this runtime until it is fixed"
+_FROZEN_SPEC_CHANGE = (
+    "already present before this update, and the operator does not reconcile this runtime "
+    "until it is fixed: a change to its spec must fix this too"
+)
+
+
 def ratchet(result: ValidationResult, old: object) -> ValidationResult:
     """On UPDATE: an error `old` already had, with the same path and message, is
-    demoted to a warning. `old` is parsed only when there is an error to demote."""
+    demoted to a warning, which says whether the operator reconciles the runtime
+    with it (`common.ratcheting`). An error that freezes the runtime is demoted only
+    while the spec is unchanged: a spec change the operator would then ignore is
+    refused, so whatever is admitted is acted on. `old` is parsed only when there is
+    an error to demote."""
     if not result.errors or result.parsed is None or result.parsed.spec is None:
         return result
     old_parsed = parse_runtime(old)
     if old_parsed.spec is None:
         return result
     preexisting = {(e.path, e.message) for e in _errors(old_parsed)}
-    demoted = tuple(
-        FieldError(e.path, f"{e.message} (already present before this update, so not blocking it)")
-        for e in result.errors
-        if (e.path, e.message) in preexisting
-    )
+    spec_changed = result.parsed.spec != old_parsed.spec
+    kept: list[FieldError] = []
+    refused: list[FieldError] = []
+    for e in result.errors:
+        if (e.path, e.message) not in preexisting:
+            refused.append(e)
+        elif tolerated(e):
+            kept.append(FieldError(e.path, f"{e.message} ({_KEPT})"))
+        elif spec_changed:
+            refused.append(FieldError(e.path, f"{e.message} ({_FROZEN_SPEC_CHANGE})"))
+        else:
+            kept.append(FieldError(e.path, f"{e.message} ({_KEPT_FROZEN})"))
     return replace(
-        result,
-        errors=tuple(e for e in result.errors if (e.path, e.message) not in preexisting),
-        field_warnings=result.field_warnings + demoted,
+        result, errors=tuple(refused), field_warnings=result.field_warnings + tuple(kept)
     )

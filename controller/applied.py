@@ -14,15 +14,18 @@ import json
 import sys
 from typing import Any
 
-from controller.cache import Obj, strip_bookkeeping
+from trussium_operator.controller.machinery.cache import Obj, strip_bookkeeping
+from trussium_operator.controller.machinery.names import NamespacedName
 
-Key = tuple[str, str, str]
+# An applied object: its kind and its key, which is its runtime's (they share a name).
+Key = tuple[str, NamespacedName]
 
 
 def _key(obj: Obj) -> Key:
     """Interned, so the key shares its strings with the cached objects."""
     meta = obj["metadata"]
-    return sys.intern(obj["kind"]), sys.intern(meta.get("namespace", "")), sys.intern(meta["name"])
+    name = NamespacedName(sys.intern(meta.get("namespace", "")), sys.intern(meta["name"]))
+    return sys.intern(obj["kind"]), name
 
 
 # Where a cached object keeps `fields_digest` in place of the fields (controller/compact.py);
@@ -67,7 +70,7 @@ class AppliedObjects:
     def record(self, rendered: Obj, answer: Obj) -> None:
         self._applied[_key(rendered)] = _state(rendered, answer)
 
-    def forget(self, namespace: str, name: str) -> None:
+    def forget(self, runtime: NamespacedName) -> None:
         """Drop what was remembered for a runtime's objects (they share its name)."""
-        for key in [k for k in self._applied if k[1:] == (namespace, name)]:
+        for key in [k for k in self._applied if k[1] == runtime]:
             del self._applied[key]

@@ -19,32 +19,33 @@ from typing import cast
 
 from prometheus_client import disable_created_metrics
 
-from cmdline.addresses import split_address
-from cmdline.health import DISABLED
-from cmdline.kubeconfig import new_api_client
-from cmdline.logs import configure_logging
-from cmdline.options import (
+from trussium_operator.cmdline.addresses import split_address
+from trussium_operator.cmdline.health import DISABLED
+from trussium_operator.cmdline.kubeconfig import new_api_client
+from trussium_operator.cmdline.logs import configure_logging
+from trussium_operator.cmdline.options import (
     LOG_FORMATS,
     LOG_LEVELS,
     ArgumentParser,
     ConfigurationError,
     Subcommands,
+    add_flag,
     add_version,
-    env,
     env_bool,
     fail,
     list_environment,
     package_version,
 )
-from cmdline.stopping import stop_on_signals
-from common import constants as c
-from common.managed_fields import GO_OPERATOR_MANAGER
-from controller.exclusion import GO_OPERATOR_LEASE, LeaseRef
-from controller.kube import Kube
-from controller.leader import Timing
-from controller.manager import Manager, Options
-from controller.render_cmd import add_render_arguments, run_render
-from controller.tokenbucket import TokenBucket
+from trussium_operator.cmdline.stopping import stop_on_signals
+from trussium_operator.common import constants as c
+from trussium_operator.common.managed_fields import GO_OPERATOR_MANAGER
+from trussium_operator.controller.exclusion import GO_OPERATOR_LEASE
+from trussium_operator.controller.machinery.kube import Kube
+from trussium_operator.controller.machinery.leader import Timing
+from trussium_operator.controller.machinery.names import NamespacedName
+from trussium_operator.controller.machinery.tokenbucket import TokenBucket
+from trussium_operator.controller.manager import Manager, Options
+from trussium_operator.controller.render_cmd import add_render_arguments, run_render
 
 log = logging.getLogger("controller")
 PROGRAM = "trussium-controller"
@@ -126,10 +127,7 @@ def _run_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> N
         ),
     ]
     for flag, options in flags:
-        value = env(flag)
-        if value is not None:
-            options = options | {"default": value}
-        run.add_argument(flag, **options)  # type: ignore[arg-type]
+        add_flag(run, flag, **options)
     run.add_argument(
         "--leader-elect",
         action=argparse.BooleanOptionalAction,
@@ -187,7 +185,7 @@ def options_from(args: argparse.Namespace) -> Options:
             name.strip() for name in str(args.legacy_field_managers).split(",") if name.strip()
         ),
         exclusion_lease=(
-            LeaseRef(args.go_operator_lease_namespace, args.go_operator_lease_name)
+            NamespacedName(args.go_operator_lease_namespace, args.go_operator_lease_name)
             if args.go_operator_exclusion
             else None
         ),

@@ -15,8 +15,9 @@ fields nobody reads back. So the caches keep:
 with every string interned, so one copy serves all objects (an interned
 string is freed with its last user).
 
-The reads are listed in `_READ`, next to the functions that make them
-(`common.status`, `common.lifecycle`, `common.render`);
+The reads are the `*_reads` functions below, named in their kinds' registry
+entries (`controller/kinds.py`); they keep what `common.status`,
+`common.lifecycle` and `common.render` read;
 tests/pure/test_controller_compact.py holds status, rendering and the
 fingerprint equal on full and cached forms.
 """
@@ -25,9 +26,9 @@ import sys
 from collections.abc import Callable
 from typing import Any, cast
 
-from controller.applied import FIELDS_DIGEST, fields_digest
-from controller.cache import Obj, identity_only, strip_bookkeeping
-from controller.takeover import managers_kept
+from trussium_operator.controller.applied import FIELDS_DIGEST, fields_digest
+from trussium_operator.controller.machinery.cache import Obj, identity_only, strip_bookkeeping
+from trussium_operator.controller.takeover import managers_kept
 
 _METADATA = (
     "name",
@@ -45,7 +46,7 @@ _CONTAINER = ("name", "image")
 _PORT = ("name", "port")
 
 
-def _deployment_reads(obj: Obj) -> Obj:
+def deployment_reads(obj: Obj) -> Obj:
     """status: every condition and count; spec: the replica count (the autoscaler's,
     kept by rendering) and each container's name and image (status.currentImage)."""
     spec = obj.get("spec") or {}
@@ -57,18 +58,12 @@ def _deployment_reads(obj: Obj) -> Obj:
     return {"spec": kept, "status": obj.get("status") or {}}
 
 
-def _service_reads(obj: Obj) -> Obj:
+def service_reads(obj: Obj) -> Obj:
     """spec.ports' names and numbers: status.endpoint."""
     ports = [
         _pick(p, _PORT) for p in (obj.get("spec") or {}).get("ports") or () if isinstance(p, dict)
     ]
     return {"spec": {"ports": ports}}
-
-
-_READ: dict[str, Callable[[Obj], Obj]] = {
-    "Deployment": _deployment_reads,
-    "Service": _service_reads,
-}
 
 
 def _pick(mapping: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
@@ -94,9 +89,8 @@ def secret_form(obj: Obj) -> Obj:
     return cast(Obj, interned(identity_only(obj)))
 
 
-def managed_form(kind: str) -> Callable[[Obj], Obj]:
-    """The cache transform for one managed kind."""
-    reads = _READ.get(kind)
+def managed_form(reads: Callable[[Obj], Obj] | None = None) -> Callable[[Obj], Obj]:
+    """The cache transform for a managed kind that `reads` more than its metadata."""
 
     def form(obj: Obj) -> Obj:
         meta = managers_kept(obj)["metadata"]

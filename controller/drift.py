@@ -22,8 +22,8 @@ reconciler calls it only on that refusal.
 import json
 from typing import Any
 
-from common import constants as c
-from common.defaulting import json_pointer
+from trussium_operator.common import constants as c
+from trussium_operator.common.defaulting import json_pointer
 
 Fields = dict[str, Any]
 Token = str | int

@@ -14,7 +14,12 @@
 
 from enum import Enum
 
-from controller.kube import ApiError, KubeError, TransportError, describe
+from trussium_operator.controller.machinery.kube import (
+    ApiError,
+    KubeError,
+    TransportError,
+    describe,
+)
 
 # kube-apiserver's 422 for a JSON patch it cannot apply (a `test` op that failed, a
 # path already removed): this generic message and empty details, where an invalid

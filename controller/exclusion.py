@@ -21,27 +21,18 @@ import logging
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
-from controller import metrics
-from controller.kube import LEASES, ApiError, Kube
-from controller.leader import LeaseRecord, can_take, record_of
+from trussium_operator.controller.machinery.kube import LEASES, ApiError, Kube
+from trussium_operator.controller.machinery.leader import LeaseRecord, can_take, record_of
+from trussium_operator.controller.machinery.names import NamespacedName
+from trussium_operator.controller.metrics import FOREIGN_LEASE_HELD
 
 log = logging.getLogger("controller.exclusion")
 
 
-@dataclass(frozen=True)
-class LeaseRef:
-    namespace: str
-    name: str
-
-    def __str__(self) -> str:
-        return f"{self.namespace}/{self.name}"
-
-
 # The leader-election ID in the Go operator's main.go, in the namespace of its kustomize
 # bundle (its Helm chart runs it in the release namespace instead).
-GO_OPERATOR_LEASE = LeaseRef("trussium-operator-system", "d4fd4c09.trussium.io")
+GO_OPERATOR_LEASE = NamespacedName("trussium-operator-system", "d4fd4c09.trussium.io")
 
 
 class ForeignLeaseGate:
@@ -50,7 +41,7 @@ class ForeignLeaseGate:
     def __init__(
         self,
         kube: Kube,
-        lease: LeaseRef,
+        lease: NamespacedName,
         identity: str,
         period: float,
         clock: Callable[[], float] = time.monotonic,
@@ -61,7 +52,7 @@ class ForeignLeaseGate:
         self._observed: tuple[LeaseRecord | None, float] = (None, 0.0)
         self._problem = ""
         self._state = "unknown"
-        metrics.FOREIGN_LEASE_HELD.labels(str(lease)).set(1)
+        FOREIGN_LEASE_HELD.labels(str(lease)).set(1)
 
     def is_open(self) -> bool:
         return self._open.is_set()
@@ -78,9 +69,7 @@ class ForeignLeaseGate:
 
     async def check(self) -> None:
         try:
-            lease = await self.kube.request(
-                "GET", LEASES.path(self.lease.namespace, self.lease.name)
-            )
+            lease = await self.kube.request("GET", LEASES.path(*self.lease))
         except ApiError as error:
             if error.not_found:
                 self._set(held_by=None)
@@ -106,13 +95,13 @@ class ForeignLeaseGate:
         self._state = state
         if held_by is None:
             self._open.set()
-            metrics.FOREIGN_LEASE_HELD.labels(str(self.lease)).set(0)
+            FOREIGN_LEASE_HELD.labels(str(self.lease)).set(0)
             log.info(
                 "the Go operator's lease is free: reconciling", extra={"fields": self._fields()}
             )
             return
         self._open.clear()
-        metrics.FOREIGN_LEASE_HELD.labels(str(self.lease)).set(1)
+        FOREIGN_LEASE_HELD.labels(str(self.lease)).set(1)
         log.warning(
             "the Go operator holds its leader lease: not reconciling until it expires "
             "(scale the Go operator to zero)",

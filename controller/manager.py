@@ -1,9 +1,9 @@
 """The controller's wiring, in one place, and its lifecycle.
 
 Read the watch table (`controller.watches.watch_table`) as controller-runtime's
-builder sentence: For(TrussiumRuntime, generation changed).Owns(ConfigMap,
-ServiceAccount, Service, Deployment, PodDisruptionBudget, NetworkPolicy,
-HorizontalPodAutoscaler).Watches(Secret metadata, referencing runtimes).
+builder sentence: For(TrussiumRuntime, generation changed).Owns(each managed
+kind of the registry, `controller/kinds.py`).Watches(Secret metadata,
+referencing runtimes).
 The manager starts one informer per entry, each filling the cache of its role.
 """
 
@@ -15,25 +15,27 @@ from dataclasses import dataclass, field
 
 from prometheus_client import REGISTRY
 
-from cmdline.health import metrics_app, probes_app, serve
-from cmdline.metadata_only import METADATA_ONLY, METADATA_ONLY_WATCH
-from cmdline.stopping import until_stopped as _until
-from common import constants as c
-from common.conditions import conditions_of, find_condition
-from controller import metrics
-from controller.cache import Change
-from controller.errors import classify
-from controller.exclusion import GO_OPERATOR_LEASE, ForeignLeaseGate, LeaseRef
-from controller.informer import Informer
-from controller.kube import JSON, Kube, describe
-from controller.leader import RELEASE_SECONDS, LeaderElector, Timing
-from controller.mapping import SecretReferences
-from controller.names import NamespacedName
-from controller.reconciler import LEGACY_FIELD_MANAGERS, Reconciler
-from controller.recorder import Recorder
-from controller.secret_lookup import look_up_secrets
-from controller.watches import SECRETS_ROLE, Caches, Mapper, Watch, watch_table
-from controller.workqueue import WorkQueue
+from trussium_operator.cmdline.health import metrics_app, probes_app, serve
+from trussium_operator.cmdline.metadata_only import METADATA_ONLY, METADATA_ONLY_WATCH
+from trussium_operator.cmdline.stopping import until_stopped as _until
+from trussium_operator.common import constants as c
+from trussium_operator.common.conditions import conditions_of, find_condition
+from trussium_operator.controller.errors import Failure, classify
+from trussium_operator.controller.exclusion import GO_OPERATOR_LEASE, ForeignLeaseGate
+from trussium_operator.controller.kinds import MANAGED_KINDS, ManagedKind
+from trussium_operator.controller.machinery import metrics
+from trussium_operator.controller.machinery.cache import Change
+from trussium_operator.controller.machinery.informer import Informer
+from trussium_operator.controller.machinery.kube import JSON, Kube, describe
+from trussium_operator.controller.machinery.leader import RELEASE_SECONDS, LeaderElector, Timing
+from trussium_operator.controller.machinery.names import NamespacedName
+from trussium_operator.controller.machinery.workqueue import WorkQueue
+from trussium_operator.controller.metrics import CONTROLLER, QUEUE, register_runtime_gauge
+from trussium_operator.controller.reconciler import LEGACY_FIELD_MANAGERS, Reconciler
+from trussium_operator.controller.recorder import Recorder
+from trussium_operator.controller.runtime_metrics import register_runtime_metrics
+from trussium_operator.controller.secret_presence import SecretPresence
+from trussium_operator.controller.watches import SECRETS_ROLE, Caches, Mapper, Watch, watch_table
 
 log = logging.getLogger("controller.manager")
 # The shutdown budget (docs/operations.md): in-flight reconciles get DRAIN_SECONDS
@@ -60,20 +62,28 @@ class Options:
     # Field managers whose Update entries are moved to ours (ADR 0008).
     legacy_field_managers: frozenset[str] = LEGACY_FIELD_MANAGERS
     # Reconcile only while this Lease (the Go operator's) is not held; None: never wait.
-    exclusion_lease: LeaseRef | None = GO_OPERATOR_LEASE
+    exclusion_lease: NamespacedName | None = GO_OPERATOR_LEASE
 
 
 class Manager:
-    def __init__(self, kube: Kube, options: Options) -> None:
+    def __init__(
+        self, kube: Kube, options: Options, kinds: tuple[ManagedKind, ...] = MANAGED_KINDS
+    ) -> None:
         self.kube = kube
         self.options = options
-        self.queue = WorkQueue[NamespacedName](metrics.QUEUE)
-        metrics.init_controller(options.workers, lambda: self.queue.in_flight)
-        self.watches = watch_table(SecretReferences())
+        self.queue = WorkQueue[NamespacedName](QUEUE)
+        metrics.init_controller(CONTROLLER, QUEUE, options.workers, lambda: self.queue.in_flight)
+        self.secrets = SecretPresence()
+        self.watches = watch_table(self.secrets, kinds)
         self.caches = Caches.for_watches(self.watches)
         self.informers = [self._informer(watch) for watch in self.watches]
         self.reconciler = Reconciler(
-            kube, self.caches, Recorder(kube, options.identity), options.legacy_field_managers
+            kube,
+            self.caches,
+            self.secrets,
+            Recorder(kube, options.identity),
+            options.legacy_field_managers,
+            kinds,
         )
         self.gate = (
             ForeignLeaseGate(
@@ -85,8 +95,7 @@ class Manager:
         self.elector = (
             LeaderElector(
                 kube,
-                options.leader_election_namespace,
-                options.leader_election_id,
+                NamespacedName(options.leader_election_namespace, options.leader_election_id),
                 options.identity,
                 options.timing,
             )
@@ -103,6 +112,8 @@ class Manager:
             label_selector=watch.label_selector,
             accept=(METADATA_ONLY, METADATA_ONLY_WATCH) if watch.metadata_only else (JSON, JSON),
             cache=self.caches[watch.role],
+            optional=watch.optional,
+            on_served=self._enqueue_every_runtime,
         )
 
     async def _run_informer(self, watch: Watch, informer: Informer) -> None:
@@ -115,9 +126,12 @@ class Manager:
 
     async def _look_up_secrets(self) -> None:
         secrets = next(w for w in self.watches if w.role == SECRETS_ROLE)
-        await look_up_secrets(
-            self.kube, self.caches.referenced_secrets, self._enqueue(secrets.map_to)
-        )
+        await self.secrets.look_up(self.kube, self._enqueue(secrets.map_to))
+
+    def _enqueue_every_runtime(self) -> None:
+        """An optional kind's API appeared: every runtime may need its object now."""
+        for runtime in self.caches.runtimes.store.values():
+            self.queue.add(NamespacedName.of(runtime))
 
     def _enqueue(self, map_to: Mapper) -> Callable[[Change], None]:
         def enqueue(change: Change) -> None:
@@ -139,7 +153,10 @@ class Manager:
 
     async def run(self, stop: asyncio.Event) -> int:
         """Run until `stop` is set (exit 0) or the leader lease is lost (exit 1)."""
-        collector = metrics.register_runtime_gauge(self._ready_statuses)
+        collector = register_runtime_gauge(self._ready_statuses)
+        per_runtime = register_runtime_metrics(
+            self.caches.runtimes.store.values, lambda: self.elector is None or self.elector.leading
+        )
         runners = [
             await serve(probes_app(self.ready, "caches not synced"), self.options.health_address),
             await serve(metrics_app(), self.options.metrics_address),
@@ -161,6 +178,7 @@ class Manager:
                 if runner is not None:
                     await runner.cleanup()
             REGISTRY.unregister(collector)
+            REGISTRY.unregister(per_runtime)
 
     async def _lead_and_work(self, stop: asyncio.Event) -> int:
         if not await _until(stop, self._all_synced()):
@@ -169,8 +187,7 @@ class Manager:
         log.info("caches synced", extra={"fields": {"runtimes": len(runtimes)}})
         if self.elector and not await _until(stop, self.elector.acquire()):
             return 0
-        for runtime in runtimes.values():
-            self.queue.add(NamespacedName.of(runtime))
+        self._enqueue_every_runtime()
         workers = [asyncio.create_task(self._work(stop)) for _ in range(self.options.workers)]
         holding = asyncio.create_task(self.elector.hold() if self.elector else _forever())
         stopping = asyncio.create_task(stop.wait())
@@ -237,7 +254,9 @@ class Manager:
                 failure = classify(error)
                 if failure.counted:
                     result = "error"
-                    metrics.RECONCILE_ERRORS.labels(metrics.CONTROLLER).inc()
+                    metrics.RECONCILE_ERRORS.labels(CONTROLLER).inc()
+                    if failure is Failure.BUG:  # controller-runtime's recovered panic
+                        metrics.RECONCILE_PANICS.labels(CONTROLLER).inc()
                     log.warning(
                         "reconcile error, retrying with backoff",
                         exc_info=error if failure.traceback else None,
@@ -250,10 +269,8 @@ class Manager:
                 self.queue.forget(key)
             finally:
                 self.queue.done(key)
-                metrics.RECONCILE_TIME.labels(metrics.CONTROLLER).observe(
-                    time.monotonic() - started
-                )
-                metrics.RECONCILE_TOTAL.labels(metrics.CONTROLLER, result).inc()
+                metrics.RECONCILE_TIME.labels(CONTROLLER).observe(time.monotonic() - started)
+                metrics.RECONCILE_TOTAL.labels(CONTROLLER, result).inc()
 
 
 async def _leadership_lost(holding: asyncio.Task[None], workers: list[asyncio.Task[None]]) -> int:

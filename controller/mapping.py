@@ -9,11 +9,11 @@ from typing import Any, Protocol
 
 import pydantic
 
-from common import constants as c
-from common.api import TrussiumRuntimeSpec
-from common.references import referenced_secret_names
-from controller.cache import Change, Obj
-from controller.names import NamespacedName
+from trussium_operator.common import constants as c
+from trussium_operator.common.api import STORED_RUNTIME, TrussiumRuntimeSpec
+from trussium_operator.common.references import referenced_secret_names
+from trussium_operator.controller.machinery.cache import Change, Obj
+from trussium_operator.controller.machinery.names import NamespacedName
 
 
 def runtime_change(change: Change) -> list[NamespacedName]:
@@ -112,7 +112,7 @@ class SecretReferences:
 
 def _secret_names(runtime: Obj) -> list[str]:
     try:
-        spec = TrussiumRuntimeSpec.model_validate(runtime.get("spec") or {})
+        spec = TrussiumRuntimeSpec.model_validate(runtime.get("spec") or {}, context=STORED_RUNTIME)
     except pydantic.ValidationError:
         return []
     return referenced_secret_names(spec)

@@ -1,105 +1,21 @@
-"""Prometheus metrics under the names dashboards already chart for controller-runtime
-and client-go (work queue, REST client, leader election), in the process-wide
-registry, which also carries the process and Python metrics."""
+"""The Trussium layer's metrics: the names its controller and queue carry in the
+generic series (`controller.machinery.metrics`), and its own series."""
 
 from collections.abc import Callable, Iterable, Iterator
 
-from prometheus_client import REGISTRY, Counter, Gauge, Histogram
+from prometheus_client import REGISTRY, Gauge
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 CONTROLLER = "trussiumruntime"
 QUEUE = "trussiumruntime"
 
-RECONCILE_TOTAL = Counter(
-    "controller_runtime_reconcile_total",
-    "Total number of reconciliations per controller.",
-    ["controller", "result"],
-)
-RECONCILE_ERRORS = Counter(
-    "controller_runtime_reconcile_errors_total",
-    "Total number of reconciliation errors per controller.",
-    ["controller"],
-)
-RECONCILE_TIME = Histogram(
-    "controller_runtime_reconcile_time_seconds",
-    "Length of time per reconciliation per controller.",
-    ["controller"],
-    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
-)
-WORKQUEUE_DEPTH = Gauge("workqueue_depth", "Current depth of the work queue.", ["name"])
-WORKQUEUE_ADDS = Counter("workqueue_adds_total", "Total adds handled by the work queue.", ["name"])
-WORKQUEUE_RETRIES = Counter(
-    "workqueue_retries_total", "Total retries handled by the work queue.", ["name"]
-)
-_QUEUE_BUCKETS = (1e-6, 1e-5, 1e-4, 1e-3, 0.01, 0.1, 1, 10, 100, 1000)
-WORKQUEUE_QUEUE_DURATION = Histogram(
-    "workqueue_queue_duration_seconds",
-    "How long in seconds an item stays in the work queue before being requested.",
-    ["name"],
-    buckets=_QUEUE_BUCKETS,
-)
-WORKQUEUE_WORK_DURATION = Histogram(
-    "workqueue_work_duration_seconds",
-    "How long in seconds processing an item from the work queue takes.",
-    ["name"],
-    buckets=_QUEUE_BUCKETS,
-)
-WORKQUEUE_UNFINISHED_WORK = Gauge(
-    "workqueue_unfinished_work_seconds",
-    "How many seconds of work has been done that is in progress and hasn't been observed "
-    "by work_duration. Large values indicate stuck threads.",
-    ["name"],
-)
-WORKQUEUE_LONGEST_RUNNING = Gauge(
-    "workqueue_longest_running_processor_seconds",
-    "How many seconds has the longest running processor for the work queue been running.",
-    ["name"],
-)
-ACTIVE_WORKERS = Gauge(
-    "controller_runtime_active_workers",
-    "Number of currently used workers per controller.",
-    ["controller"],
-)
-MAX_CONCURRENT_RECONCILES = Gauge(
-    "controller_runtime_max_concurrent_reconciles",
-    "Maximum number of concurrent reconciles per controller.",
-    ["controller"],
-)
-REST_CLIENT_REQUESTS = Counter(
-    "rest_client_requests_total",
-    "Number of HTTP requests to the API server, partitioned by status code, method, and host "
-    '("<error>" when no answer came).',
-    ["code", "method", "host"],
-)
-REST_CLIENT_RATE_LIMITER_DURATION = Histogram(
-    "rest_client_rate_limiter_duration_seconds",
-    "Client side rate limiter latency in seconds. Broken down by verb, and host.",
-    ["verb", "host"],
-    buckets=(0.005, 0.025, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60),
-)
-LEADER = Gauge(
-    "leader_election_master_status",
-    "1 while this process holds the leader lease, else 0.",
-    ["name"],
-)
 FOREIGN_LEASE_HELD = Gauge(
     "trussium_foreign_lease_held",
     "1 while reconciling waits for another operator's leader Lease (the Go operator's) "
     "to expire or be released, else 0.",
     ["lease"],
 )
-
-
-def init_controller(workers: int, active_workers: Callable[[], int]) -> None:
-    """What controller-runtime sets up when a controller starts: every series exists
-    from the first scrape (rates and ratios need no "absent" special case)."""
-    for result in ("success", "error", "requeue"):
-        RECONCILE_TOTAL.labels(CONTROLLER, result)
-    RECONCILE_ERRORS.labels(CONTROLLER)
-    WORKQUEUE_RETRIES.labels(QUEUE)
-    MAX_CONCURRENT_RECONCILES.labels(CONTROLLER).set(workers)
-    ACTIVE_WORKERS.labels(CONTROLLER).set_function(active_workers)
 
 
 class RuntimesByReady(Collector):

@@ -11,26 +11,31 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from common import constants as c
-from common.api import TrussiumRuntime
-from common.conditions import conditions_of, find_condition
-from common.events import decide_events
-from common.images import render_image
-from common.managed_fields import GO_OPERATOR_MANAGER
-from common.references import referenced_secret_names
-from common.render import ObjectRef, disabled_optional_objects, render_managed_objects
-from common.status import Outcome, compute_status, invalid_spec_status, status_differs
-from controller.applied import AppliedObjects
-from controller.cache import Obj
-from controller.errors import Failure, ReconcileError, classify, failure_message
-from controller.kube import OWNED, RUNTIMES, ApiError, Kube
-from controller.names import NamespacedName
-from controller.recorder import Recorder
-from controller.referenced_secrets import Presence
-from controller.steps import step_for
-from controller.takeover import needs_takeover, take_over_fields
-from controller.validated import ValidVersions
-from controller.watches import Caches
+from trussium_operator.common import constants as c
+from trussium_operator.common.api import TrussiumRuntime
+from trussium_operator.common.conditions import conditions_of, find_condition
+from trussium_operator.common.events import decide_events
+from trussium_operator.common.images import render_image
+from trussium_operator.common.k8s_validation import FieldError
+from trussium_operator.common.managed_fields import GO_OPERATOR_MANAGER
+from trussium_operator.common.references import referenced_secret_names
+from trussium_operator.common.status import (
+    Outcome,
+    compute_status,
+    invalid_spec_status,
+    status_differs,
+)
+from trussium_operator.controller.applied import AppliedObjects
+from trussium_operator.controller.errors import Failure, ReconcileError, classify, failure_message
+from trussium_operator.controller.kinds import MANAGED_KINDS, RUNTIMES, ManagedKind, disabled_kinds
+from trussium_operator.controller.machinery.cache import Obj
+from trussium_operator.controller.machinery.kube import ApiError, Kube
+from trussium_operator.controller.machinery.names import NamespacedName
+from trussium_operator.controller.recorder import Recorder
+from trussium_operator.controller.secret_presence import SecretPresence
+from trussium_operator.controller.takeover import needs_takeover, take_over_fields
+from trussium_operator.controller.validated import ValidGenerations
+from trussium_operator.controller.watches import Caches
 
 log = logging.getLogger("controller.reconciler")
 LEGACY_FIELD_MANAGERS = frozenset({GO_OPERATOR_MANAGER})
@@ -41,25 +46,29 @@ class Reconciler:
         self,
         kube: Kube,
         caches: Caches,
+        secrets: SecretPresence,
         recorder: Recorder,
         legacy_managers: frozenset[str] = LEGACY_FIELD_MANAGERS,
+        kinds: tuple[ManagedKind, ...] = MANAGED_KINDS,
     ) -> None:
         self.kube = kube
+        self.kinds = kinds
         self.caches = caches
+        self.secrets = secrets
         self.recorder = recorder
         self.legacy_managers = legacy_managers
         self.applied = AppliedObjects()
-        self.valid = ValidVersions()
+        self.valid = ValidGenerations()
 
     async def reconcile(self, key: NamespacedName) -> None:
-        obj = self.caches.runtimes.store.get(*key)
+        obj = self.caches.runtimes.store.get(key)
         if obj is None:
-            self.applied.forget(*key)
+            self.applied.forget(key)
             self.valid.forget(key)
             return
         if obj["metadata"].get("deletionTimestamp"):
             return
-        runtime, errors = self.valid.parse(key, obj)
+        runtime, errors, warnings = self.valid.parse(key, obj)
         if runtime is None:
             # Admitted by an older or looser CRD, or while the webhook was bypassed: report
             # it and leave the managed objects exactly as they are until the spec is fixed.
@@ -75,26 +84,28 @@ class Reconciler:
                 )
             await self._publish(obj, status, now)
             return
-        outcome = self._check_secrets(runtime)
+        outcome = self.secrets.check(key.namespace, referenced_secret_names(runtime.spec))
         if outcome is None:
             log.debug("waiting for a Secret lookup", extra={"fields": key.fields()})
             return
         if outcome.missing_secrets or outcome.reference_check_error:
-            await self._report(obj, runtime, outcome, *self._observed(key))
+            await self._report(obj, runtime, outcome, *self._observed(key), warnings)
             if outcome.reference_check_error:
                 raise ReconcileError(outcome.reference_check_error)
             return
-        obj = await self._announce_upgrade(obj, runtime)
+        obj = await self._announce_upgrade(obj, runtime, warnings)
         try:
             deployment, service = await self._converge(runtime)
         except Exception as error:
             if classify(error) is Failure.REPORTED:
                 failure = Outcome(reconcile_error=failure_message(error))
-                await self._report(obj, runtime, failure, *self._observed(key))
+                await self._report(obj, runtime, failure, *self._observed(key), warnings)
             raise
-        await self._report(obj, runtime, Outcome(), deployment, service)
+        await self._report(obj, runtime, Outcome(), deployment, service, warnings)
 
-    async def _announce_upgrade(self, obj: Obj, runtime: TrussiumRuntime) -> Obj:
+    async def _announce_upgrade(
+        self, obj: Obj, runtime: TrussiumRuntime, warnings: tuple[FieldError, ...]
+    ) -> Obj:
         """Report an upgrade (status and RuntimeUpgradeStarted) before the new image is
         applied. Reported only after the apply, a controller killed in between could
         find the rollout finished on restart and never announce its start.
@@ -108,72 +119,57 @@ class Reconciler:
         last = status.get("lastSuccessfulImage")
         if deployment is None or not last or desired in (last, status.get("desiredImage")):
             return obj
-        await self._report(obj, runtime, Outcome(), deployment, service)
-        return self.caches.runtimes.store.get(*key) or obj
+        await self._report(obj, runtime, Outcome(), deployment, service, warnings)
+        return self.caches.runtimes.store.get(key) or obj
 
     def _observed(self, key: NamespacedName) -> tuple[Obj | None, Obj | None]:
         return (
-            self.caches.owned("Deployment").store.get(*key),
-            self.caches.owned("Service").store.get(*key),
+            self.caches.owned("Deployment").store.get(key),
+            self.caches.owned("Service").store.get(key),
         )
 
-    def _check_secrets(self, runtime: TrussiumRuntime) -> Outcome | None:
-        """Existence only, from the metadata-only Secret cache; None while a Secret
-        referenced since the last list is still being looked up
-        (`controller.referenced_secrets`). The contract's status table has no row for
-        "not known yet", and it is neither missing nor a failure: the reconcile waits
-        (its answer enqueues the runtime) and reports nothing meanwhile."""
-        names = referenced_secret_names(runtime.spec)
-        if not names:
-            return Outcome()
-        secrets = self.caches.secrets
-        if not secrets.synced.is_set() or secrets.last_error:
-            reason = secrets.last_error or "the Secret cache is not synced yet"
-            return Outcome(reference_check_error=f"cannot list Secrets: {reason}")
-        store = self.caches.referenced_secrets
-        namespace = runtime.metadata.namespace
-        for name in names:
-            if error := store.lookup_error(namespace, name):
-                return Outcome(reference_check_error=error)
-        presence = {name: store.presence(namespace, name) for name in names}
-        if Presence.UNKNOWN in presence.values():
-            return None
-        return Outcome(missing_secrets=tuple(n for n in names if presence[n] is Presence.MISSING))
-
     async def _converge(self, runtime: TrussiumRuntime) -> tuple[Obj | None, Obj | None]:
-        """Apply every managed object in order (each kind's step, `controller/steps.py`),
-        delete disabled ones; return the fresh Deployment and Service."""
+        """Apply every enabled kind's object in registry order, each with its kind's step
+        (`controller/kinds.py`), then delete the disabled kinds' objects; return the
+        fresh Deployment and Service. An optional kind whose API is not served is
+        left out until it is (its appearance requeues every runtime)."""
         key = NamespacedName(runtime.metadata.namespace, runtime.metadata.name)
-        live_deployment = self.caches.owned("Deployment").store.get(*key)
+        cached_deployment = self.caches.owned("Deployment").store.get(key)
         observed: dict[str, Obj | None] = dict(
             zip(("Deployment", "Service"), self._observed(key), strict=True)
         )
-        for rendered in render_managed_objects(runtime, live_deployment):
-            kind = rendered["kind"]
-            live = self.caches.owned(kind).store.get(*key)
+        served = [kind for kind in self.kinds if self.caches.owned(kind.kind).served]
+        for kind in served:
+            if not kind.enabled(runtime):
+                continue
+            rendered = kind.render(runtime, cached_deployment)
+            live = self.caches.owned(kind.kind).store.get(key)
             if needs_takeover(live, self.legacy_managers):
                 # Apply after the takeover even if nothing else changed: it is what prunes.
                 # An autoscaled Deployment's apply stays guarded by the cached version (its
                 # replica count came from there), so it fails once and retries fresh.
-                await take_over_fields(self.kube, kind, *key, self.legacy_managers, c.FIELD_MANAGER)
+                await take_over_fields(
+                    self.kube, kind.resource, key, self.legacy_managers, c.FIELD_MANAGER
+                )
             elif self.applied.unchanged(rendered, live):
                 continue
-            answer = await step_for(kind).apply(self.kube, runtime, rendered, live)
+            answer = await kind.step.apply(self.kube, kind.resource, runtime, rendered, live)
             self.applied.record(rendered, answer)
-            observed[kind] = answer
-        for ref in disabled_optional_objects(runtime):
-            await self._delete_if_ours(runtime, ref)
+            observed[kind.kind] = answer
+        for kind in disabled_kinds(runtime, tuple(served)):
+            await self._delete_if_ours(runtime, kind, key)
         return observed["Deployment"], observed["Service"]
 
-    async def _delete_if_ours(self, runtime: TrussiumRuntime, ref: ObjectRef) -> None:
-        namespace = runtime.metadata.namespace
-        live = self.caches.owned(ref.kind).store.get(namespace, ref.name)
+    async def _delete_if_ours(
+        self, runtime: TrussiumRuntime, kind: ManagedKind, key: NamespacedName
+    ) -> None:
+        live = self.caches.owned(kind.kind).store.get(key)
         if live is None or not _controlled_by(live, runtime.metadata.uid):
             return
         try:
             await self.kube.request(
                 "DELETE",
-                OWNED[ref.kind].path(namespace, ref.name),
+                kind.resource.path(*key),
                 body={"preconditions": {"uid": live["metadata"]["uid"]}},
             )
         except ApiError as error:
@@ -187,13 +183,19 @@ class Reconciler:
         outcome: Outcome,
         deployment: Obj | None,
         service: Obj | None,
+        warnings: tuple[FieldError, ...],
     ) -> None:
         """Post the Events the status transitions call for, then write the status if it
         changed. In this order, with idempotent event names, a crash in between
         neither loses nor duplicates an event (see controller/recorder.py)."""
         now = datetime.now(UTC)
         new = compute_status(
-            runtime, deployment=deployment, service=service, outcome=outcome, now=_stamp(now)
+            runtime,
+            deployment=deployment,
+            service=service,
+            outcome=outcome,
+            now=_stamp(now),
+            warnings=warnings,
         )
         await self._publish(
             obj, new, now, failure=outcome.reference_check_error or outcome.reconcile_error
@@ -209,18 +211,12 @@ class Reconciler:
             return
         for decision in decide_events(old, new, failure=failure):
             await self.recorder.record(obj, decision, now)
-        if changed:
-            await self._write_status(obj, new)
-        meta = obj["metadata"]
+        if not changed:
+            return  # only a failure Event was posted: the status says it already
+        await self._write_status(obj, new)
+        ready = _condition(new, c.ConditionType.READY)
         log.info(
-            "status updated",
-            extra={
-                "fields": {
-                    "namespace": meta["namespace"],
-                    "name": meta["name"],
-                    "ready": _condition(new, c.ConditionType.READY),
-                }
-            },
+            "status updated", extra={"fields": NamespacedName.of(obj).fields() | {"ready": ready}}
         )
 
     async def _write_status(self, obj: Obj, status: dict[str, Any]) -> None:

@@ -18,15 +18,11 @@ import secrets
 from datetime import datetime
 from typing import Any
 
-from common import constants as c
-from common.events import EventDecision
-from controller.kube import EVENTS, ApiError, Kube, describe
+from trussium_operator.common import constants as c
+from trussium_operator.common.events import EventDecision
+from trussium_operator.controller.machinery.kube import EVENTS, ApiError, Kube, describe, micro_time
 
 log = logging.getLogger("controller.events")
-
-
-def micro_time(now: datetime) -> str:
-    return now.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def event_name(runtime: dict[str, Any], decision: EventDecision, now: datetime) -> str:

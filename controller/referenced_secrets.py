@@ -10,7 +10,7 @@ reference does.
 
 A reference that appears after the Secret list began may name a Secret the
 list already passed over, so its existence is *unknown* until a lookup (a
-metadata-only list by name, `controller.secret_lookup`) answers, or a watch
+metadata-only list by name, `controller.secret_presence`) answers, or a watch
 event or a completed relist says first; a lookup answer older than either is
 discarded. Reading "unknown" as "missing" would report SecretNotFound for a
 Secret that exists.
@@ -21,10 +21,10 @@ import enum
 import itertools
 from collections import deque
 
-from controller.cache import Change, Obj, Store
-from controller.compact import secret_form
-from controller.mapping import SecretReferences
-from controller.names import NamespacedName
+from trussium_operator.controller.compact import secret_form
+from trussium_operator.controller.machinery.cache import Change, Obj, Store
+from trussium_operator.controller.machinery.names import NamespacedName
+from trussium_operator.controller.mapping import SecretReferences
 
 
 class Presence(enum.Enum):
@@ -52,15 +52,14 @@ class ReferencedSecrets(Store):
 
     # --- what the reconciler reads --------------------------------------------
 
-    def presence(self, namespace: str, name: str) -> Presence:
-        key = NamespacedName(namespace, name)
+    def presence(self, key: NamespacedName) -> Presence:
         if key in self._unknown:
             return Presence.UNKNOWN
-        return Presence.MISSING if self.get(namespace, name) is None else Presence.PRESENT
+        return Presence.MISSING if self.get(key) is None else Presence.PRESENT
 
-    def lookup_error(self, namespace: str, name: str) -> str | None:
+    def lookup_error(self, key: NamespacedName) -> str | None:
         """Why the last lookup of this unknown Secret failed, if it did."""
-        return self._lookup_errors.get(NamespacedName(namespace, name))
+        return self._lookup_errors.get(key)
 
     # --- the reference index tells -------------------------------------------
 
@@ -110,13 +109,13 @@ class ReferencedSecrets(Store):
         fresh = [item for item in items if self.admits(item)]
         listed = {NamespacedName.of(item) for item in fresh}
         for key in self._uncovered - listed:
-            if (known := self.get(*key)) is not None:
+            if (known := self.get(key)) is not None:
                 fresh.append(known)
         changes = super().replace(fresh)
         for key, token in self._covered.items():
             if self._unknown.get(key) == token:
                 self._settle(key)
-                if self.get(*key) is None:
+                if self.get(key) is None:
                     changes.append(_gone(key))
         self._covered, self._uncovered = {}, set()
         return changes

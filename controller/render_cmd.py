@@ -13,10 +13,10 @@ from typing import TextIO
 
 import yaml
 
-from cmdline.inputs import read_manifests
-from cmdline.options import CONFIGURATION_ERROR
-from common.offline import check_documents
-from common.render import render_managed_objects
+from trussium_operator.cmdline.inputs import read_manifests
+from trussium_operator.cmdline.options import CONFIGURATION_ERROR
+from trussium_operator.common.offline import check_documents
+from trussium_operator.controller.kinds import render_managed_objects
 
 DESCRIPTION = (
     "Print, in apply order, the objects the operator would create for each "
@@ -52,9 +52,10 @@ def run_render(
     paths: Sequence[str], output: str, stdout: TextIO, stderr: TextIO, stdin: TextIO
 ) -> int:
     inputs = read_manifests(paths, stdin)
-    for problem in inputs.problems:
+    unusable = [*inputs.problems, *inputs.skipped]  # a template cannot be rendered as it is
+    for problem in unusable:
         print(problem, file=stderr)
-    if inputs.problems:
+    if unusable:
         return CONFIGURATION_ERROR
     report = check_documents(inputs.documents, generate_name=False)
     for finding in report.findings:

@@ -1,5 +1,6 @@
-"""How each managed kind is applied: a forced server-side apply, plus what one kind
-needs before, instead of, or after it.
+"""How a managed kind is applied: a forced server-side apply, plus what one kind
+needs before, instead of, or after it (each kind's step is in its registry entry,
+`controller/kinds.py`).
 
 - Deployment: with autoscaling on, the apply is guarded by the cached
   resourceVersion (its replica count was read from there), so a count the
@@ -15,20 +16,30 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from common import constants as c
-from common.api import TrussiumRuntime
-from controller.cache import Obj
-from controller.drift import POD_TEMPLATE, foreign_removals, service_ports_restoration
-from controller.kube import APPLY_PATCH, JSON_PATCH, OWNED, ApiError, Kube
+from trussium_operator.common import constants as c
+from trussium_operator.common.api import TrussiumRuntime
+from trussium_operator.controller.drift import (
+    POD_TEMPLATE,
+    foreign_removals,
+    service_ports_restoration,
+)
+from trussium_operator.controller.machinery.cache import Obj
+from trussium_operator.controller.machinery.kube import (
+    APPLY_PATCH,
+    JSON_PATCH,
+    ApiError,
+    Kube,
+    Resource,
+)
 
 log = logging.getLogger("controller.reconciler")  # a step's lines are its reconcile's
 
 
-async def server_side_apply(kube: Kube, body: Obj) -> Obj:
+async def server_side_apply(kube: Kube, resource: Resource, body: Obj) -> Obj:
     meta = body["metadata"]
     return await kube.request(
         "PATCH",
-        OWNED[body["kind"]].path(meta["namespace"], meta["name"]),
+        resource.path(meta["namespace"], meta["name"]),
         query={"fieldManager": c.FIELD_MANAGER, "force": "true"},
         body=body,
         content_type=APPLY_PATCH,
@@ -39,11 +50,11 @@ def _as_rendered(runtime: TrussiumRuntime, rendered: Obj, live: Obj | None) -> O
     return rendered
 
 
-async def _no_recovery(kube: Kube, error: ApiError, rendered: Obj) -> bool:
+async def _no_recovery(kube: Kube, resource: Resource, error: ApiError, rendered: Obj) -> bool:
     return False
 
 
-async def _as_answered(kube: Kube, answer: Obj) -> Obj:
+async def _as_answered(kube: Kube, resource: Resource, answer: Obj) -> Obj:
     return answer
 
 
@@ -53,20 +64,25 @@ class ApplyStep:
     apply again); `settle` follows a successful apply and returns the object as it is."""
 
     body: Callable[[TrussiumRuntime, Obj, Obj | None], Obj] = _as_rendered
-    recover: Callable[[Kube, ApiError, Obj], Awaitable[bool]] = _no_recovery
-    settle: Callable[[Kube, Obj], Awaitable[Obj]] = _as_answered
+    recover: Callable[[Kube, Resource, ApiError, Obj], Awaitable[bool]] = _no_recovery
+    settle: Callable[[Kube, Resource, Obj], Awaitable[Obj]] = _as_answered
 
     async def apply(
-        self, kube: Kube, runtime: TrussiumRuntime, rendered: Obj, live: Obj | None
+        self,
+        kube: Kube,
+        resource: Resource,
+        runtime: TrussiumRuntime,
+        rendered: Obj,
+        live: Obj | None,
     ) -> Obj:
         body = self.body(runtime, rendered, live)
         try:
-            answer = await server_side_apply(kube, body)
+            answer = await server_side_apply(kube, resource, body)
         except ApiError as error:
-            if not await self.recover(kube, error, rendered):
+            if not await self.recover(kube, resource, error, rendered):
                 raise
-            answer = await server_side_apply(kube, body)
-        return await self.settle(kube, answer)
+            answer = await server_side_apply(kube, resource, body)
+        return await self.settle(kube, resource, answer)
 
 
 def _guarded_by_cached_version(runtime: TrussiumRuntime, rendered: Obj, live: Obj | None) -> Obj:
@@ -76,7 +92,7 @@ def _guarded_by_cached_version(runtime: TrussiumRuntime, rendered: Obj, live: Ob
     return rendered | {"metadata": rendered["metadata"] | {"resourceVersion": version}}
 
 
-async def _remove_foreign_pod_template_fields(kube: Kube, obj: Obj) -> Obj:
+async def _remove_foreign_pod_template_fields(kube: Kube, resource: Resource, obj: Obj) -> Obj:
     patch = foreign_removals(obj, c.FIELD_MANAGER, POD_TEMPLATE)
     if not patch:
         return obj
@@ -92,15 +108,17 @@ async def _remove_foreign_pod_template_fields(kube: Kube, obj: Obj) -> Obj:
             }
         },
     )
-    path = OWNED[obj["kind"]].path(meta["namespace"], meta["name"])
+    path = resource.path(meta["namespace"], meta["name"])
     return await kube.request("PATCH", path, body=patch, content_type=JSON_PATCH)
 
 
-async def _restore_service_ports(kube: Kube, error: ApiError, rendered: Obj) -> bool:
+async def _restore_service_ports(
+    kube: Kube, resource: Resource, error: ApiError, rendered: Obj
+) -> bool:
     if not error.invalid:
         return False
     meta = rendered["metadata"]
-    path = OWNED["Service"].path(meta["namespace"], meta["name"])
+    path = resource.path(meta["namespace"], meta["name"])
     service = await kube.request("GET", path)
     patch = service_ports_restoration(service, c.FIELD_MANAGER, rendered["spec"]["ports"])
     if not patch:
@@ -114,13 +132,7 @@ async def _restore_service_ports(kube: Kube, error: ApiError, rendered: Obj) -> 
 
 
 PLAIN = ApplyStep()
-STEPS = {
-    "Deployment": ApplyStep(
-        body=_guarded_by_cached_version, settle=_remove_foreign_pod_template_fields
-    ),
-    "Service": ApplyStep(recover=_restore_service_ports),
-}
-
-
-def step_for(kind: str) -> ApplyStep:
-    return STEPS.get(kind, PLAIN)
+DEPLOYMENT_STEP = ApplyStep(
+    body=_guarded_by_cached_version, settle=_remove_foreign_pod_template_fields
+)
+SERVICE_STEP = ApplyStep(recover=_restore_service_ports)

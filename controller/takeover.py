@@ -16,9 +16,10 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
-from common.managed_fields import has_legacy_entries, take_over
-from controller.cache import Obj, strip_bookkeeping
-from controller.kube import JSON_PATCH, OWNED, ApiError, Kube
+from trussium_operator.common.managed_fields import has_legacy_entries, take_over
+from trussium_operator.controller.machinery.cache import Obj, strip_bookkeeping
+from trussium_operator.controller.machinery.kube import JSON_PATCH, ApiError, Kube, Resource
+from trussium_operator.controller.machinery.names import NamespacedName
 
 log = logging.getLogger("controller.takeover")
 # What of a managedFields entry the cache keeps: enough to spot a legacy writer.
@@ -52,11 +53,11 @@ def takeover_patch(obj: Obj, legacy: Iterable[str], manager: str) -> list[dict[s
 
 
 async def take_over_fields(
-    kube: Kube, kind: str, namespace: str, name: str, legacy: Iterable[str], manager: str
+    kube: Kube, resource: Resource, key: NamespacedName, legacy: Iterable[str], manager: str
 ) -> None:
     """Move the legacy managers' fields of one object to `manager` (nothing to do when
     none are left or the object is gone)."""
-    path = OWNED[kind].path(namespace, name)
+    path = resource.path(*key)
     try:
         obj = await kube.request("GET", path)
     except ApiError as error:
@@ -71,7 +72,7 @@ async def take_over_fields(
     )
     log.info(
         "taking over fields of legacy managers",
-        extra={"fields": {"kind": kind, "namespace": namespace, "name": name, "managers": moved}},
+        extra={"fields": {"kind": resource.kind, **key.fields(), "managers": moved}},
     )
     try:
         await kube.request("PATCH", path, body=patch, content_type=JSON_PATCH)

@@ -1,9 +1,8 @@
 """What the controller watches, one entry per watch, and the caches they fill.
 
 The table reads as controller-runtime's builder sentence:
-For(TrussiumRuntime, generation changed).Owns(ConfigMap, ServiceAccount,
-Service, Deployment, PodDisruptionBudget, NetworkPolicy,
-HorizontalPodAutoscaler).Watches(Secret metadata, referencing runtimes).
+For(TrussiumRuntime, generation changed).Owns(each kind of the registry,
+`controller/kinds.py`).Watches(Secret metadata, referencing runtimes).
 
 Each entry names its role, which is how its cache is addressed: `runtimes`,
 `secrets`, or the managed kind it owns.
@@ -12,13 +11,21 @@ Each entry names its role, which is how its cache is addressed: `runtimes`,
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
-from common import constants as c
-from controller.cache import Cache, Change, Index, Obj, Store, strip_bookkeeping
-from controller.compact import managed_form, runtime_form
-from controller.kube import OWNED, RUNTIMES, SECRETS, Resource
-from controller.mapping import SecretReferences, owner_of, runtime_change
-from controller.names import NamespacedName
-from controller.referenced_secrets import ReferencedSecrets
+from trussium_operator.common import constants as c
+from trussium_operator.controller.compact import managed_form, runtime_form
+from trussium_operator.controller.kinds import MANAGED_KINDS, RUNTIMES, ManagedKind
+from trussium_operator.controller.machinery.cache import (
+    Cache,
+    Change,
+    Index,
+    Obj,
+    Store,
+    strip_bookkeeping,
+)
+from trussium_operator.controller.machinery.kube import SECRETS, Resource
+from trussium_operator.controller.machinery.names import NamespacedName
+from trussium_operator.controller.mapping import owner_of, runtime_change
+from trussium_operator.controller.secret_presence import SecretPresence
 
 RUNTIMES_ROLE = "runtimes"
 SECRETS_ROLE = "secrets"
@@ -38,27 +45,40 @@ class Watch:
     transform: Callable[[Obj], Obj] = strip_bookkeeping
     # Kept up to date with the cache, for a mapper to read.
     index: Index | None = None
-    # A store of its own kind (then transform and index are its business).
-    store: Store | None = None
+    # A cache of its own (then transform and index are its business).
+    cache: Cache | None = None
     # The role whose cache must sync before this watch lists: its store filters by it.
     after: str | None = None
+    # Its API may not be served (a CRD not installed): the cache counts as synced,
+    # empty, until the API appears (`controller.machinery.informer`).
+    optional: bool = False
 
 
-def watch_table(references: SecretReferences) -> tuple[Watch, ...]:
-    """Every watch, with `references` kept by the runtimes cache for the Secret mapper
-    and for the Secret cache, which keeps only the Secrets it names."""
+def watch_table(
+    secrets: SecretPresence, kinds: tuple[ManagedKind, ...] = MANAGED_KINDS
+) -> tuple[Watch, ...]:
+    """Every watch: the runtimes cache keeps the Secret references up to date, which
+    the Secret mapper reads and the Secret cache keeps to."""
+    references = secrets.references
     return (
         Watch(RUNTIMES_ROLE, RUNTIMES, runtime_change, transform=runtime_form, index=references),
         *(
-            Watch(kind, resource, owner_of, c.MANAGED_SELECTOR, transform=managed_form(kind))
-            for kind, resource in OWNED.items()
+            Watch(
+                kind.kind,
+                kind.resource,
+                owner_of,
+                c.MANAGED_SELECTOR,
+                transform=managed_form(kind.reads),
+                optional=kind.optional,
+            )
+            for kind in kinds
         ),
         Watch(
             SECRETS_ROLE,
             SECRETS,
             references.runtimes_referencing,
             metadata_only=True,
-            store=ReferencedSecrets(references),
+            cache=secrets.cache,
             after=RUNTIMES_ROLE,
         ),
     )
@@ -74,7 +94,7 @@ class Caches:
     def for_watches(cls, watches: tuple[Watch, ...]) -> "Caches":
         return cls(
             {
-                w.role: Cache(w.store if w.store is not None else Store(w.transform, w.index))
+                w.role: w.cache if w.cache is not None else Cache(Store(w.transform, w.index))
                 for w in watches
             }
         )
@@ -88,17 +108,6 @@ class Caches:
     @property
     def runtimes(self) -> Cache:
         return self._by_role[RUNTIMES_ROLE]
-
-    @property
-    def secrets(self) -> Cache:
-        return self._by_role[SECRETS_ROLE]
-
-    @property
-    def referenced_secrets(self) -> ReferencedSecrets:
-        store = self.secrets.store
-        if not isinstance(store, ReferencedSecrets):
-            raise TypeError("the Secret cache is not scoped to referenced Secrets")
-        return store
 
     def owned(self, kind: str) -> Cache:
         return self._by_role[kind]

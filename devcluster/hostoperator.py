@@ -24,7 +24,7 @@ from devcluster.process import Process
 
 REPO = Path(__file__).resolve().parents[1]
 CHART = REPO / "charts" / "trussium-operator"
-CRDS = CHART / "crds"
+CRDS = CHART / "files" / "crds"
 CRD_NAME = "trussiumruntimes.runtime.trussium.io"
 HOST = "127.0.0.1"
 READY_TIMEOUT_SECONDS = 90.0

@@ -17,12 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from devcluster import ControlPlane, Profile
-from devcluster.hostoperator import install_crds
-from tests.support.controller_harness import (
+from devcluster.controller_harness import (
     Controller,
     audit_entries,
     runtime_manifest,
 )
+from devcluster.hostoperator import install_crds
 
 NAMESPACE = "bench"
 

@@ -19,9 +19,9 @@ from pathlib import Path
 
 from devcluster import ControlPlane, Profile
 from devcluster.components import locate, locate_node
+from devcluster.controller_harness import Controller, runtime_manifest, wait_for
 from devcluster.hostoperator import install_crds
 from devcluster.node import build_image
-from tests.support.controller_harness import Controller, runtime_manifest, wait_for
 
 NAMESPACE = "bench"
 STANDIN = {"repository": "ghcr.io/trussiumhq/trussium", "tag": "0.9.0"}

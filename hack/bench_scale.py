@@ -40,26 +40,18 @@ from typing import Any
 
 from kubernetes_asyncio import client, config
 
-from cmdline.kubeconfig import environment_read_once
-from cmdline.metadata_only import METADATA_ONLY, METADATA_ONLY_WATCH
-from common.api import TrussiumRuntime
-from common.defaulting import apply_defaults
-from common.render import render_managed_objects
-from controller.cache import Cache, Change, Store, identity_only
-from controller.informer import Informer
-from controller.kube import (
-    APPLY_PATCH,
-    JSON,
-    OWNED,
-    RUNTIMES,
-    SECRETS,
-    Kube,
-    Resource,
-)
 from devcluster import ControlPlane, Profile
+from devcluster.controller_harness import USER_AGENT_PREFIX, Controller, runtime_manifest
 from devcluster.hostoperator import install_crds
 from hack import bench_scale_numbers as numbers
-from tests.support.controller_harness import USER_AGENT_PREFIX, Controller, runtime_manifest
+from trussium_operator.cmdline.kubeconfig import environment_read_once
+from trussium_operator.cmdline.metadata_only import METADATA_ONLY, METADATA_ONLY_WATCH
+from trussium_operator.common.api import TrussiumRuntime
+from trussium_operator.common.defaulting import apply_defaults
+from trussium_operator.controller.kinds import OWNED, RUNTIMES, render_managed_objects
+from trussium_operator.controller.machinery.cache import Cache, Change, Store, identity_only
+from trussium_operator.controller.machinery.informer import Informer
+from trussium_operator.controller.machinery.kube import APPLY_PATCH, JSON, SECRETS, Kube, Resource
 
 NAMESPACE = "bench"
 FLOOR_NAMESPACE = "floor"

@@ -17,9 +17,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from certs.cli import main_certs
 from devcluster.layout import free_port
 from hack.bench_webhook import start_server, wait_ready
+from trussium_operator.certs.cli import main_certs
 
 HALF_A_HEAD = b"POST /validate-trussiumruntime HTTP/1.1\r\nHost: bench\r\nX-Slow: "
 MARGIN_SECONDS = 10.0

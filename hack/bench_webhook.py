@@ -28,8 +28,8 @@ from typing import Any
 import aiohttp
 import yaml
 
-from certs.cli import main_certs
 from devcluster.layout import free_port
+from trussium_operator.certs.cli import main_certs
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "tests" / "samples" / "valid" / "production.yaml"
@@ -72,7 +72,7 @@ def start_server(
                 str(cores[0]),
                 sys.executable,
                 "-m",
-                "webhook.cli",
+                "trussium_operator.webhook.cli",
                 "serve",
                 "--cert-mode=files",
                 f"--cert-dir={cert_dir}",

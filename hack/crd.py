@@ -13,18 +13,25 @@ from typing import Any
 
 import yaml
 
-from common import constants
-from common.schema import openapi_schema
 from hack.api_reference import render_reference
+from trussium_operator.common import constants
+from trussium_operator.common.schema import openapi_schema
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-CRD_PATH = REPO_ROOT / "charts" / "trussium-operator" / "crds" / f"{constants.CRD_NAME}.yaml"
+CHART = REPO_ROOT / "charts" / "trussium-operator"
+CRD_PATH = CHART / "files" / "crds" / f"{constants.CRD_NAME}.yaml"
 DOCS_PATH = REPO_ROOT / "docs" / "api-reference.md"
 
 # Not `all`: `kubectl delete all --all` must not delete runtimes as a side effect,
 # and `all` is by convention for built-in workload kinds.
 CATEGORIES = ["trussium"]
 
+# The contract's columns (Ready, Desired, Provider, Model, Version, Age) keep their
+# paths and places (the Go operator's order); the others read the status, so they
+# stay true for an autoscaled runtime (the Ready message counts replicas against the
+# autoscaler's target) and a digest-pinned one (Version, spec.image.tag, is blank
+# then). ADR 0022.
+_READY = '.status.conditions[?(@.type=="Ready")]'
 PRINTER_COLUMNS: list[dict[str, Any]] = [
     {"name": "Ready", "type": "integer", "jsonPath": ".status.readyReplicas"},
     {"name": "Desired", "type": "integer", "jsonPath": ".spec.replicas"},
@@ -32,16 +39,36 @@ PRINTER_COLUMNS: list[dict[str, Any]] = [
     {"name": "Model", "type": "string", "jsonPath": ".spec.provider.model"},
     {"name": "Version", "type": "string", "jsonPath": ".spec.image.tag"},
     {
+        "name": "Status",
+        "type": "string",
+        "jsonPath": f"{_READY}.status",
+        "description": "Status of the Ready condition.",
+    },
+    {
         "name": "Reason",
         "type": "string",
-        "jsonPath": '.status.conditions[?(@.type=="Ready")].reason',
+        "jsonPath": f"{_READY}.reason",
         "description": "Reason of the Ready condition.",
+    },
+    {
+        "name": "Message",
+        "type": "string",
+        "jsonPath": f"{_READY}.message",
+        "description": "Message of the Ready condition: ready replicas of the desired count "
+        "(the autoscaler's, when autoscaling), or what went wrong.",
+        "priority": 1,
     },
     {
         "name": "Image",
         "type": "string",
         "jsonPath": ".status.currentImage",
         "description": "The image the managed Deployment runs.",
+    },
+    {
+        "name": "Desired Image",
+        "type": "string",
+        "jsonPath": ".status.desiredImage",
+        "description": "The image rendered from spec.image (differs from Image during an upgrade).",
         "priority": 1,
     },
     {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},

@@ -82,7 +82,7 @@ class Demo:
         return "", ""
 
     def show_runtime(self) -> None:
-        self.say.show(self.kubectl("get", "truntime", "-n", NAMESPACE, "-o", "wide").stdout)
+        self.say.show(self.kubectl("get", "truntime", "-n", NAMESPACE).stdout)
         status = self.runtime().get("status", {})
         rows = [
             f"{c['type']:<19} {c['status']:<6} {c['reason']:<24} {c.get('message', '')}"

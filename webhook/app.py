@@ -7,6 +7,7 @@ any other.
 """
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -16,10 +17,10 @@ from typing import Any
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
-from cmdline.health import probes_app
-from common import admission
-from common.admission import AdmissionDecodeError, AdmissionRequest
-from common.constants import (
+from trussium_operator.cmdline.health import probes_app
+from trussium_operator.common import admission
+from trussium_operator.common.admission import AdmissionDecodeError, AdmissionRequest
+from trussium_operator.common.constants import (
     GROUP,
     KIND,
     MUTATE_RUNTIME_PATH,
@@ -27,14 +28,18 @@ from common.constants import (
     VALIDATE_RUNTIME_PATH,
     VERSION,
 )
-from common.defaulting import apply_defaults
-from common.guard import review_managed_deployment_update
-from common.json_limits import cut
-from common.validation import ValidationResult, ratchet, validate_runtime, with_missing_secrets
-from webhook.metrics import WebhookMetrics
+from trussium_operator.common.defaulting import apply_defaults
+from trussium_operator.common.guard import review_managed_deployment_update
+from trussium_operator.common.json_limits import cut
+from trussium_operator.common.validation import (
+    ValidationResult,
+    ratchet,
+    validate_runtime,
+    with_missing_secrets,
+)
+from trussium_operator.webhook.limits import DEFAULT_BODY_TIMEOUT_SECONDS, DEFAULT_MAX_REQUEST_BYTES
+from trussium_operator.webhook.metrics import WebhookMetrics
 
-DEFAULT_MAX_REQUEST_BYTES = 3 * 1024 * 1024
-DEFAULT_BODY_TIMEOUT_SECONDS = 10.0
 # Well inside the API server's 5 s budget: a slow lookup only costs a warning.
 SECRET_LOOKUP_TIMEOUT_SECONDS = 1.0
 INTERNAL_ERROR = "internal error in the trussium webhook; see its logs"
@@ -56,29 +61,40 @@ class AdmissionSettings:
     secret_lookup_timeout: float = SECRET_LOOKUP_TIMEOUT_SECONDS
 
 
+RuntimeHook = Callable[["Hooks", AdmissionRequest, dict[str, Any]], Awaitable[Answer]]
+
+
+def _about_a_runtime(hook: RuntimeHook) -> Callable[["Hooks", AdmissionRequest], Awaitable[Answer]]:
+    """What both runtime hooks open with: a review about anything but a TrussiumRuntime
+    is a 400, one without an object (a DELETE) is allowed, and the hook gets the object."""
+
+    @functools.wraps(hook)
+    async def opened(hooks: "Hooks", request: AdmissionRequest) -> Answer:
+        problem = _runtime_problem(request)
+        if problem is not None:
+            return problem
+        if request.object is None:
+            return admission.allowed(request.uid)
+        return await hook(hooks, request, request.object)
+
+    return opened
+
+
 class Hooks:
     """The three admission decisions, each from a decoded request to an answer."""
 
     def __init__(self, settings: AdmissionSettings) -> None:
         self.settings = settings
 
-    async def mutate_runtime(self, request: AdmissionRequest) -> Answer:
-        problem = _runtime_problem(request)
-        if problem is not None:
-            return problem
-        if request.object is None:
-            return admission.allowed(request.uid)
+    @_about_a_runtime
+    async def mutate_runtime(self, request: AdmissionRequest, obj: dict[str, Any]) -> Answer:
         # The API server applied the installed CRD's defaults on decode; the patch adds
         # what an older installed CRD lacks (Helm never upgrades a chart's CRDs).
-        return admission.allowed(request.uid, patch=apply_defaults(request.object).patch)
+        return admission.allowed(request.uid, patch=apply_defaults(obj).patch)
 
-    async def validate_runtime(self, request: AdmissionRequest) -> Answer:
-        problem = _runtime_problem(request)
-        if problem is not None:
-            return problem
-        if request.object is None:
-            return admission.allowed(request.uid)
-        result = validate_runtime(request.object)
+    @_about_a_runtime
+    async def validate_runtime(self, request: AdmissionRequest, obj: dict[str, Any]) -> Answer:
+        result = validate_runtime(obj)
         existing = await self._existing_secrets(request.namespace, result)
         if existing is not None:
             result = with_missing_secrets(result, existing)

@@ -9,6 +9,7 @@ or configuration error (one line on stderr, no traceback).
 
 import argparse
 import asyncio
+import functools
 import logging
 import os
 import sys
@@ -16,26 +17,34 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import cast
 
-from certs.cli import add_certs_commands
-from cmdline.addresses import split_address
-from cmdline.logs import configure_logging
-from cmdline.options import (
+from trussium_operator.certs.cli import add_certs_commands
+from trussium_operator.cmdline.addresses import split_address
+from trussium_operator.cmdline.logs import configure_logging
+from trussium_operator.cmdline.options import (
     LOG_FORMATS,
     LOG_LEVELS,
     ArgumentParser,
     ConfigurationError,
     Subcommands,
+    add_flag,
     add_version,
-    env,
     env_bool,
     env_list,
     fail,
     list_environment,
 )
-from common.constants import WEBHOOK_CONFIG_NAME, WEBHOOK_SECRET_NAME, WEBHOOK_SERVICE_NAME
-from webhook.app import DEFAULT_BODY_TIMEOUT_SECONDS, DEFAULT_MAX_REQUEST_BYTES
-from webhook.connections import DEFAULT_LIMITS, ConnectionLimits
-from webhook.offline import add_validate_command
+from trussium_operator.common.constants import (
+    WEBHOOK_CONFIG_NAME,
+    WEBHOOK_SECRET_NAME,
+    WEBHOOK_SERVICE_NAME,
+)
+from trussium_operator.webhook.limits import (
+    DEFAULT_BODY_TIMEOUT_SECONDS,
+    DEFAULT_LIMITS,
+    DEFAULT_MAX_REQUEST_BYTES,
+    ConnectionLimits,
+)
+from trussium_operator.webhook.offline import add_validate_command
 
 PROGRAM = "trussium-webhook"
 
@@ -44,69 +53,73 @@ log = logging.getLogger(__name__)
 
 def _add_serve_command(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     serve_parser = subparsers.add_parser("serve", help="serve admission reviews over HTTPS")
-    add = serve_parser.add_argument
-    add("--bind-address", default=env("--bind-address", "0.0.0.0:9443"), help="HTTPS HOST:PORT")
+    add = functools.partial(add_flag, serve_parser)
+    add("--bind-address", default="0.0.0.0:9443", help="HTTPS HOST:PORT")
     add(
         "--health-bind-address",
-        default=env("--health-bind-address", "0.0.0.0:8081"),
+        default="0.0.0.0:8081",
         help="plain-HTTP HOST:PORT for /healthz, /readyz and /metrics",
     )
     add(
         "--cert-mode",
         choices=("self-managed", "files"),
-        default=env("--cert-mode", "self-managed"),
+        default="self-managed",
         help="self-managed: CA and certificate kept in a Secret; files: served from --cert-dir",
     )
-    add("--cert-dir", type=Path, default=env("--cert-dir"), help="folder with tls.crt and tls.key")
-    add("--namespace", default=env("--namespace", os.environ.get("POD_NAMESPACE", "")))
-    add("--secret-name", default=env("--secret-name", WEBHOOK_SECRET_NAME))
-    add("--service-name", default=env("--service-name", WEBHOOK_SERVICE_NAME))
-    add("--dns-name", action="append", help="extra certificate DNS name (repeatable)")
-    add("--ip-address", action="append", help="extra certificate IP address (repeatable)")
-    add(
+    add("--cert-dir", type=Path, default=None, help="folder with tls.crt and tls.key")
+    add("--namespace", default=os.environ.get("POD_NAMESPACE", ""))
+    add("--secret-name", default=WEBHOOK_SECRET_NAME)
+    add("--service-name", default=WEBHOOK_SERVICE_NAME)
+    serve_parser.add_argument(
+        "--dns-name", action="append", help="extra certificate DNS name (repeatable)"
+    )
+    serve_parser.add_argument(
+        "--ip-address", action="append", help="extra certificate IP address (repeatable)"
+    )
+    serve_parser.add_argument(
         "--webhook-config-name",
         action="append",
         help=f"webhook configurations to inject the CA into (default {WEBHOOK_CONFIG_NAME})",
     )
     add(
         "--operator-username",
-        default=env("--operator-username"),
+        default=None,
         help="user name of the operator's ServiceAccount, the only one allowed to change "
         "managed Deployments (e.g. system:serviceaccount:trussium-system:trussium-operator)",
     )
-    add("--kubeconfig", default=env("--kubeconfig"))
-    add("--log-level", choices=LOG_LEVELS, default=env("--log-level", "info"))
+    add("--kubeconfig", default=None)
+    add("--log-level", choices=LOG_LEVELS, default="info")
     add(
         "--log-format",
         choices=LOG_FORMATS,
-        default=env("--log-format", "json"),
+        default="json",
         help="json: one object per line, for log pipelines; text: for a person at a terminal",
     )
     add(
         "--max-request-bytes",
         type=int,
-        default=env("--max-request-bytes", str(DEFAULT_MAX_REQUEST_BYTES)),
+        default=str(DEFAULT_MAX_REQUEST_BYTES),
     )
     add(
         "--header-timeout",
         type=float,
-        default=env("--header-timeout", str(DEFAULT_LIMITS.header_timeout)),
+        default=str(DEFAULT_LIMITS.header_timeout),
         help="seconds a connection gets for its TLS handshake and for each complete request "
         "head; also how long an idle keep-alive connection stays open",
     )
     add(
         "--body-timeout",
         type=float,
-        default=env("--body-timeout", str(DEFAULT_BODY_TIMEOUT_SECONDS)),
+        default=str(DEFAULT_BODY_TIMEOUT_SECONDS),
         help="seconds a request body gets to arrive in full",
     )
     add(
         "--max-connections",
         type=int,
-        default=env("--max-connections", str(DEFAULT_LIMITS.max_connections)),
+        default=str(DEFAULT_LIMITS.max_connections),
         help="open connections per listener; more are closed on arrival",
     )
-    add(
+    serve_parser.add_argument(
         "--secret-lookup",
         action=argparse.BooleanOptionalAction,
         default=env_bool("--secret-lookup", False),
@@ -116,13 +129,13 @@ def _add_serve_command(subparsers: "argparse._SubParsersAction[argparse.Argument
     add(
         "--shutdown-delay",
         type=float,
-        default=env("--shutdown-delay", "5"),
+        default="5",
         help="seconds admissions are still answered after SIGTERM, while endpoints update",
     )
     add(
         "--shutdown-timeout",
         type=float,
-        default=env("--shutdown-timeout", "20"),
+        default="20",
         help="seconds in-flight admissions get to finish after SIGTERM",
     )
     serve_parser.set_defaults(handler=_serve)
@@ -134,7 +147,7 @@ def _serve(args: argparse.Namespace) -> int:
     # loading the Kubernetes client and the server machinery.
     from prometheus_client import disable_created_metrics
 
-    from webhook import server
+    from trussium_operator.webhook import server
 
     configure_logging(args.log_level, args.log_format)
     # Series as controller-runtime exposes them: no `_created` companion per counter.

@@ -26,20 +26,10 @@ from typing import Any
 from aiohttp import web
 from prometheus_client import Counter
 
-from webhook.metrics import WebhookMetrics
+from trussium_operator.webhook.limits import ConnectionLimits
+from trussium_operator.webhook.metrics import WebhookMetrics
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class ConnectionLimits:
-    """Seconds and counts every listener of the webhook holds clients to."""
-
-    header_timeout: float = 10.0
-    max_connections: int = 256
-    # Time given to a client still sending a body the server has answered
-    # (a 413 or 408) before the connection is closed.
-    linger_seconds: float = 1.0
 
 
 class _ProtocolErrors(logging.LoggerAdapter[logging.Logger]):
@@ -150,6 +140,3 @@ async def listen(
         reuse_address=True,
     )
     return Listener(runner, server, open_connections)
-
-
-DEFAULT_LIMITS = ConnectionLimits()

@@ -2,29 +2,42 @@
 
 The checks are `common.offline.check_documents`, the same defaulting and
 validation as the admission hooks, so a CI job and `kubectl apply` agree.
-This module reads the inputs and prints the report in the format a CI
-system reads: text for people, JSON, JUnit XML or SARIF.
+This module reads the inputs, on every core for large sets of files (a
+process per core, forked after the imports), and prints the report in the
+format a CI system reads: text for people, JSON, JUnit XML or SARIF.
 Exit 0 when every TrussiumRuntime is valid, 1 when any is not (or, with
---strict, has a warning), 2 on usage errors or unreadable input.
+--strict, has a warning), 2 on usage errors or unreadable input (and, with
+--fail-on-skipped, on Helm templates and files with custom tags).
 """
 
 import argparse
 import json
+import multiprocessing
+import os
+import re
 import sys
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, TextIO
 
 import yaml
 
-from cmdline.inputs import Inputs, read_manifests
-from cmdline.options import CONFIGURATION_ERROR, fail, package_version
-from common.offline import Finding, OfflineReport, check_documents
+from trussium_operator.cmdline.inputs import Input, Inputs, Unreadable, find_inputs, read_inputs
+from trussium_operator.cmdline.options import CONFIGURATION_ERROR, fail, package_version
+from trussium_operator.common.offline import (
+    DocumentCheck,
+    Finding,
+    OfflineReport,
+    check_document,
+    combine,
+)
 
 PROGRAM = "trussium-webhook validate"
 OUTPUTS = ("text", "json", "junit", "sarif")
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+# Below this many files per process, forking costs more than it saves.
+FILES_PER_PROCESS = 100
 
 
 @dataclass(frozen=True)
@@ -34,10 +47,11 @@ class Run:
     inputs: Inputs
     report: OfflineReport
     strict: bool
+    fail_on_skipped: bool = False
 
     @property
     def exit_code(self) -> int:
-        if self.inputs.problems:
+        if self.inputs.problems or (self.fail_on_skipped and self.inputs.skipped):
             return CONFIGURATION_ERROR
         return 1 if self.report.failing(strict=self.strict) else 0
 
@@ -55,6 +69,8 @@ class Run:
         )
         if self.inputs.problems:
             line += f"; {len(self.inputs.problems)} input(s) unreadable"
+        if self.inputs.skipped:
+            line += f"; {len(self.inputs.skipped)} skipped (templates or custom tags)"
         return line + ("" if self.exit_code == 0 else " (failed)")
 
 
@@ -64,8 +80,10 @@ def add_validate_command(subparsers: "argparse._SubParsersAction[argparse.Argume
         help="default and validate TrussiumRuntime manifests without a cluster",
         description="Exit 0: all valid; 1: a violation (or a warning with --strict); "
         "2: usage error or unreadable input. PATH is a file, a folder (searched "
-        "recursively for *.yaml, *.yml, *.json) or - for stdin; documents of other "
-        "kinds are skipped, kind: List is read item by item.",
+        "recursively for *.yaml, *.yml, *.json, leaving out .git, node_modules and other "
+        "version-control folders) or - for stdin; documents of other kinds are skipped, "
+        "kind: List is read item by item. Helm templates and files with custom tags are "
+        "skipped with a notice.",
     )
     parser.add_argument("paths", nargs="*", metavar="PATH", help="input, as with -f")
     parser.add_argument(
@@ -80,6 +98,34 @@ def add_validate_command(subparsers: "argparse._SubParsersAction[argparse.Argume
     parser.add_argument(
         "--strict", action="store_true", help="fail on warnings too (near-miss kinds included)"
     )
+    parser.add_argument(
+        "--stored",
+        action="store_true",
+        help="judge the objects as runtimes already stored in a cluster (the migration "
+        "preflight): a rule the operator tolerates on a stored runtime is a warning saying "
+        "what the operator does; only rules that stop it reconciling the runtime fail",
+    )
+    parser.add_argument(
+        "--ignore-filename-pattern",
+        action="append",
+        default=[],
+        type=_pattern,
+        metavar="REGEX",
+        help="leave out files whose path matches REGEX (searched, not anchored); repeatable",
+    )
+    parser.add_argument(
+        "--fail-on-skipped",
+        action="store_true",
+        help="exit 2 on a Helm template or a file with custom tags instead of skipping it",
+    )
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1,
+        metavar="N",
+        help="processes reading and checking files (default: the usable CPUs; "
+        f"one per {FILES_PER_PROCESS} files at most)",
+    )
     parser.add_argument("-o", "--output", choices=OUTPUTS, default="text")
     parser.add_argument(
         "--print-defaulted",
@@ -90,19 +136,62 @@ def add_validate_command(subparsers: "argparse._SubParsersAction[argparse.Argume
     parser.set_defaults(handler=run_validate)
 
 
+def _pattern(text: str) -> re.Pattern[str]:
+    try:
+        return re.compile(text)
+    except re.error as error:
+        raise argparse.ArgumentTypeError(f"not a regular expression: {error}") from None
+
+
 def run_validate(args: argparse.Namespace) -> int:
     paths = [*args.filename, *args.paths]
     if not paths:
         return fail(PROGRAM, "give at least one PATH (a file, a folder, or - for stdin)")
-    inputs = read_manifests(paths, sys.stdin)
-    run = Run(inputs, check_documents(inputs.documents), args.strict)
+    if args.jobs < 1:
+        return fail(PROGRAM, "--jobs must be at least 1")
+    files, missing = find_inputs(paths, args.ignore_filename_pattern)
+    inputs, checks = Inputs(files=len(missing), problems=missing), []
+    for chunk_inputs, chunk_checks in _check_files(
+        files, args.jobs, args.print_defaulted, args.stored
+    ):
+        inputs.extend(chunk_inputs)
+        checks += chunk_checks
+    run = Run(inputs, combine(checks), args.strict, args.fail_on_skipped)
     WRITERS[args.output](run, args.print_defaulted, sys.stdout)
     return run.exit_code
 
 
+Checked = tuple[Inputs, list[DocumentCheck]]
+
+
+def _check_files(
+    files: list[Input], jobs: int, keep_defaulted: bool, stored: bool
+) -> list[Checked]:
+    """Read and check `files`, in order, in up to `jobs` forked processes."""
+    processes = min(jobs, len(files) // FILES_PER_PROCESS)
+    on_disk = all(path is not None for _, path in files)
+    if processes < 2 or not on_disk or "fork" not in multiprocessing.get_all_start_methods():
+        return [_check_chunk(files, keep_defaulted, stored)]
+    size = -(-len(files) // processes)
+    chunks = [(files[i : i + size], keep_defaulted, stored) for i in range(0, len(files), size)]
+    with multiprocessing.get_context("fork").Pool(processes) as pool:
+        return pool.starmap(_check_chunk, chunks)
+
+
+def _check_chunk(files: list[Input], keep_defaulted: bool, stored: bool) -> Checked:
+    inputs = read_inputs(files, sys.stdin)
+    checks = [check_document(file, m.object, m, stored=stored) for file, m in inputs.manifests]
+    inputs.manifests = []  # checked: the report needs only the checks
+    if not keep_defaulted:  # nor, then, the objects
+        for check in checks:
+            if check.runtime is not None:
+                check.runtime = replace(check.runtime, defaulted=None, model=None)
+    return inputs, checks
+
+
 def _write_text(run: Run, print_defaulted: bool, out: TextIO) -> None:
     report_out = sys.stderr if print_defaulted else out
-    for problem in run.inputs.problems:
+    for problem in [*run.inputs.problems, *run.inputs.skipped]:
         print(problem, file=sys.stderr)
     for finding in run.report.findings:
         print(finding, file=report_out)
@@ -125,6 +214,7 @@ def _write_json(run: Run, print_defaulted: bool, out: TextIO) -> None:
         "errors": [asdict(f) for f in findings if f.severity == "error"],
         "warnings": [asdict(f) for f in findings if f.severity == "warning"],
         "problems": [asdict(problem) for problem in run.inputs.problems],
+        "skipped": [asdict(skipped) for skipped in run.inputs.skipped],
     }
     if print_defaulted:
         document["defaulted"] = _defaulted(run)
@@ -155,7 +245,11 @@ def _write_junit(run: Run, _: bool, out: TextIO) -> None:
     for problem in run.inputs.problems:
         case = ET.SubElement(suite, "testcase", classname=problem.file, name="read")
         ET.SubElement(case, "error", type="unreadable", message=problem.reason)
-    suite.set("tests", str(len(cases) + len(run.inputs.problems)))
+    for skipped in run.inputs.skipped:
+        case = ET.SubElement(suite, "testcase", classname=skipped.file, name="read")
+        ET.SubElement(case, "skipped", message=skipped.reason)
+    suite.set("tests", str(len(cases) + len(run.inputs.problems) + len(run.inputs.skipped)))
+    suite.set("skipped", str(len(run.inputs.skipped)))
     suite.set("failures", str(failures))
     suite.set("errors", str(len(run.inputs.problems)))
     ET.SubElement(suite, "system-out").text = run.summary()
@@ -167,11 +261,21 @@ _SARIF_RULES = {
     "invalid": "a TrussiumRuntime the API server or the webhook would reject",
     "warning": "a TrussiumRuntime kubectl apply accepts with a warning, or a near miss",
     "unreadable": "an input that is not readable YAML or JSON",
+    "skipped": "a Helm template or a file with custom tags, not meant for kubectl as it stands",
 }
 
 
+def _sarif_location(file: str, line: int | None, column: int | None) -> dict[str, Any]:
+    """The file, and the line and column when the parser gave them."""
+    location: dict[str, Any] = {"artifactLocation": {"uri": file}}
+    if line is not None:
+        location["region"] = {"startLine": line} | ({"startColumn": column} if column else {})
+    return location
+
+
 def _write_sarif(run: Run, _: bool, out: TextIO) -> None:
-    """SARIF 2.1.0 for code-scanning tools; locations name the file (no line numbers)."""
+    """SARIF 2.1.0 for code-scanning tools; regions point at the field (or where parsing
+    stopped), logical locations name the object."""
     results = [
         {
             "ruleId": "invalid" if finding.severity == "error" else "warning",
@@ -179,7 +283,7 @@ def _write_sarif(run: Run, _: bool, out: TextIO) -> None:
             "message": {"text": str(finding).removeprefix(f"{finding.file}: ")},
             "locations": [
                 {
-                    "physicalLocation": {"artifactLocation": {"uri": finding.file}},
+                    "physicalLocation": _sarif_location(finding.file, finding.line, finding.column),
                     "logicalLocations": [
                         {"fullyQualifiedName": f"{finding.namespace}/{finding.name}"}
                     ],
@@ -188,14 +292,21 @@ def _write_sarif(run: Run, _: bool, out: TextIO) -> None:
         }
         for finding in run.report.findings
     ]
+    read_results: list[tuple[str, str, Unreadable]] = [
+        ("unreadable", "error", problem) for problem in run.inputs.problems
+    ]
+    read_results += [
+        ("skipped", "error" if run.fail_on_skipped else "note", skipped)
+        for skipped in run.inputs.skipped
+    ]
     results += [
         {
-            "ruleId": "unreadable",
-            "level": "error",
-            "message": {"text": problem.reason},
-            "locations": [{"physicalLocation": {"artifactLocation": {"uri": problem.file}}}],
+            "ruleId": rule,
+            "level": level,
+            "message": {"text": item.reason},
+            "locations": [{"physicalLocation": _sarif_location(item.file, item.line, item.column)}],
         }
-        for problem in run.inputs.problems
+        for rule, level, item in read_results
     ]
     rules = [
         {"id": rule, "shortDescription": {"text": text}} for rule, text in _SARIF_RULES.items()

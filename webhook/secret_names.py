@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable
 
 from kubernetes_asyncio import client
 
-from cmdline.metadata_only import METADATA_ONLY
+from trussium_operator.cmdline.metadata_only import METADATA_ONLY
 
 
 def secret_names_lister(

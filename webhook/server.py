@@ -21,24 +21,28 @@ from aiohttp import web
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from certs.authority import CertificateError, service_dns_names
-from certs.inject import ConflictError, describe
-from certs.reload import ReloadingTLS
-from certs.selfmanaged import SelfManaged
-from cmdline.addresses import split_address
-from cmdline.kubeconfig import new_api_client
-from cmdline.options import ConfigurationError
-from cmdline.stopping import stop_on_signals, until_stopped
-from common.constants import WEBHOOK_CONFIG_NAME, WEBHOOK_SECRET_NAME, WEBHOOK_SERVICE_NAME
-from webhook.app import (
-    DEFAULT_BODY_TIMEOUT_SECONDS,
-    AdmissionSettings,
-    create_admission_app,
-    create_health_app,
+from trussium_operator.certs.authority import CertificateError, service_dns_names
+from trussium_operator.certs.inject import ConflictError, describe
+from trussium_operator.certs.reload import ReloadingTLS
+from trussium_operator.certs.selfmanaged import SelfManaged
+from trussium_operator.cmdline.addresses import split_address
+from trussium_operator.cmdline.kubeconfig import new_api_client
+from trussium_operator.cmdline.options import ConfigurationError
+from trussium_operator.cmdline.stopping import stop_on_signals, until_stopped
+from trussium_operator.common.constants import (
+    WEBHOOK_CONFIG_NAME,
+    WEBHOOK_SECRET_NAME,
+    WEBHOOK_SERVICE_NAME,
 )
-from webhook.connections import DEFAULT_LIMITS, ConnectionLimits, Listener, listen
-from webhook.metrics import WebhookMetrics
-from webhook.secret_names import secret_names_lister
+from trussium_operator.webhook.app import AdmissionSettings, create_admission_app, create_health_app
+from trussium_operator.webhook.connections import Listener, listen
+from trussium_operator.webhook.limits import (
+    DEFAULT_BODY_TIMEOUT_SECONDS,
+    DEFAULT_LIMITS,
+    ConnectionLimits,
+)
+from trussium_operator.webhook.metrics import WebhookMetrics
+from trussium_operator.webhook.secret_names import secret_names_lister
 
 CertMode = Literal["self-managed", "files"]
 SELF_MANAGED_RETRY_SECONDS = 5.0

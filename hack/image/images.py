@@ -150,7 +150,8 @@ def _pip(*args: str) -> None:
 
 def _fetch_wheels(rootfs: Path, wheels: Path, work: Path) -> Path:
     """Build the project's wheel like the Dockerfile's builder stage; fetch the
-    wheels of its dependencies for the base's interpreter. Returns the project wheel."""
+    wheels of its locked dependencies (requirements.lock, hashes checked) for the
+    base's interpreter. Returns the project wheel."""
     source = work / "src"
     for path, destination in builder_copies(DOCKERFILE.read_text()):
         src, dst = REPO / path, source / destination
@@ -175,7 +176,10 @@ def _fetch_wheels(rootfs: Path, wheels: Path, work: Path) -> Path:
         *(f"--platform={tag}" for tag in [*platforms, f"manylinux2014_{machine}"]),
         "--dest",
         str(wheels),
-        str(project),
+        "--no-deps",
+        "--require-hashes",
+        "--requirement",
+        str(source / "requirements.lock"),
     )
     return project
 
@@ -220,11 +224,13 @@ def _operator_layers(work: Path) -> list[Layer]:
 
 
 def _operator_names() -> tuple[str, ...]:
-    """The chart's default image: values.yaml's repository, tag defaulting to appVersion."""
+    """The chart's default image: values.yaml's registry and repository, tag defaulting
+    to appVersion (as the chart's image helper composes them)."""
     chart = REPO / "charts" / "trussium-operator"
     image = yaml.safe_load((chart / "values.yaml").read_text())["image"]
     app_version = yaml.safe_load((chart / "Chart.yaml").read_text())["appVersion"]
-    return (f"{image['repository']}:{image['tag'] or app_version}",)
+    repository = "/".join(part for part in (image["registry"], image["repository"]) if part)
+    return (f"{repository}:{image['tag'] or app_version}",)
 
 
 @dataclass(frozen=True)

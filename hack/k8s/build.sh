@@ -2,9 +2,9 @@
 # Build the pinned Kubernetes components of the local control plane from the
 # Go module proxy into a cache outside the repository, keyed by the pins.
 #
-# build.sh [COMPONENT...] builds only those (default: all; the api profile needs
-# etcd kube-apiserver kubectl helm). Prints the bin directory on its last line.
-# A second run builds nothing.
+# Prints the bin directory on its last line. A second run builds nothing.
+# `build.sh helm` builds (or finds) only the components named, e.g. helm alone
+# for make release-artifacts, etcd kube-apiserver kubectl helm for the api profile.
 # TRUSSIUM_K8S_BIN_DIR=/path/with/binaries skips the build entirely (e.g. envtest's
 # assets plus kwok/helm/kube-controller-manager/kube-scheduler from elsewhere).
 # Besides the binaries, the bin directory holds kwok-stages.yaml: the standalone
@@ -14,19 +14,21 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=pins.sh
 source "$here/pins.sh"
-all=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok helm)
-components=("${@:-${all[@]}}")
-for c in "${components[@]}"; do
-  [[ " ${all[*]} " == *" $c "* ]] || { echo "unknown component $c (known: ${all[*]})" >&2; exit 2; }
-done
-stages=kwok-stages.yaml  # comes with kwok
-wanted() { [[ " ${components[*]} " == *" $1 "* ]]; }
+components=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok helm)
+stages=kwok-stages.yaml
+if (($#)); then
+  for c in "$@"; do
+    [[ " ${components[*]} " == *" $c "* ]] || { echo "unknown component: $c" >&2; exit 2; }
+  done
+  components=("$@")
+fi
+requested() { [[ " ${components[*]} " == *" $1 "* ]]; }
 
 if [[ -n "${TRUSSIUM_K8S_BIN_DIR:-}" ]]; then
   for c in "${components[@]}"; do
     [[ -x "$TRUSSIUM_K8S_BIN_DIR/$c" ]] || { echo "TRUSSIUM_K8S_BIN_DIR=$TRUSSIUM_K8S_BIN_DIR lacks $c" >&2; exit 1; }
   done
-  ! wanted kwok || [[ -f "$TRUSSIUM_K8S_BIN_DIR/$stages" ]] || { echo "TRUSSIUM_K8S_BIN_DIR=$TRUSSIUM_K8S_BIN_DIR lacks $stages (kwok Stage objects)" >&2; exit 1; }
+  ! requested kwok || [[ -f "$TRUSSIUM_K8S_BIN_DIR/$stages" ]] || { echo "TRUSSIUM_K8S_BIN_DIR=$TRUSSIUM_K8S_BIN_DIR lacks $stages (kwok Stage objects)" >&2; exit 1; }
   echo "$TRUSSIUM_K8S_BIN_DIR"; exit 0
 fi
 
@@ -36,7 +38,7 @@ cache="${TRUSSIUM_K8S_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/trussium-operator/k
 bin="$cache/$key/bin"
 all_built() {
   for c in "${components[@]}"; do [[ -x "$bin/$c" ]] || return 1; done
-  ! wanted kwok || [[ -f "$bin/$stages" ]]
+  ! requested kwok || [[ -f "$bin/$stages" ]]
 }
 if all_built; then echo "$bin"; exit 0; fi
 
@@ -52,14 +54,14 @@ mkdir -p "$bin"
 work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
 export CGO_ENABLED=0 GOFLAGS=-trimpath GOTOOLCHAIN=local
 step() { echo ">> [$(date +%T)] $*" >&2; }
-want() { wanted "$1" && [[ ! -x "$bin/$1" ]]; }
+want() { requested "$1" && [[ ! -x "$bin/$1" ]]; }
 
 # --- Kubernetes: one wrapper module (kubernetes.sh).
 # shellcheck source=kubernetes.sh
 source "$here/kubernetes.sh"
-commands=()
-for c in kube-apiserver kube-controller-manager kube-scheduler kubectl; do want "$c" && commands+=("$c"); done
-build_kubernetes "$work/k8s" "$bin" "${commands[@]}"
+kube=()
+for c in kube-apiserver kube-controller-manager kube-scheduler kubectl; do requested "$c" && kube+=("$c"); done
+build_kubernetes "$work/k8s" "$bin" "${kube[@]}"
 
 # --- etcd: its server module carries replace directives, so build it from a wrapper too.
 if want etcd; then
@@ -100,7 +102,7 @@ if want helm; then
   GOBIN="$work/gobin" go install -ldflags "$ld" "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
   mv "$work/gobin/helm" "$bin/helm"
 fi
-if wanted kwok && [[ ! -f "$bin/$stages" ]]; then
+if requested kwok && [[ ! -f "$bin/$stages" ]]; then
   step "extracting kwok $KWOK_VERSION default stages"
   mkdir -p "$work/stages" && cd "$work/stages"
   kwokdir="$(go mod download -json "sigs.k8s.io/kwok@$KWOK_VERSION" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')"

@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 from kubernetes_asyncio import client
 
-from certs.authority import decode_certificates, is_issued_by
-from certs.cli import main_certs
-from certs.selfmanaged import SelfManaged
 from devcluster import ControlPlane
+from trussium_operator.certs.authority import decode_certificates, is_issued_by
+from trussium_operator.certs.cli import main_certs
+from trussium_operator.certs.selfmanaged import SelfManaged
 
 pytestmark = pytest.mark.api
 
@@ -145,7 +145,7 @@ async def test_replicas_starting_together_share_one_ca(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     replicas = [replica(api_client, namespace, config_name, tmp_path / str(i)) for i in range(4)]
-    with caplog.at_level(logging.INFO, logger="certs.selfmanaged"):
+    with caplog.at_level(logging.INFO, logger="trussium_operator.certs.selfmanaged"):
         assert await asyncio.gather(*(r.ensure() for r in replicas)) == [True] * 4
     # The race really happened: losers of the create adopted the winner's Secret.
     assert "another replica updated Secret" in caplog.text

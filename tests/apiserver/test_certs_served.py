@@ -14,10 +14,10 @@ import pytest
 from aiohttp import web
 from kubernetes_asyncio import client
 
-from certs.authority import decode_certificates, is_issued_by
-from certs.reload import ReloadingTLS
-from certs.selfmanaged import SelfManaged
 from devcluster import ControlPlane
+from trussium_operator.certs.authority import decode_certificates, is_issued_by
+from trussium_operator.certs.reload import ReloadingTLS
+from trussium_operator.certs.selfmanaged import SelfManaged
 
 pytestmark = pytest.mark.api
 

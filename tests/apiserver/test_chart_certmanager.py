@@ -35,15 +35,15 @@ from cryptography.hazmat.primitives.serialization import Encoding
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from certs.files import BundleFiles, write_bundle
 from devcluster import ControlPlane
 from devcluster.certmanager import CertManager
 from devcluster.certmanager import install_crds as install_cert_manager_crds
+from devcluster.controller_harness import runtime_manifest
 from devcluster.hostoperator import install_crds
 from devcluster.layout import free_port
 from devcluster.process import Process, tail
 from tests.support.chart import as_list, find, fullname, release_name, render
-from tests.support.controller_harness import runtime_manifest
+from trussium_operator.certs.files import BundleFiles, write_bundle
 
 pytestmark = pytest.mark.api
 

@@ -1,6 +1,7 @@
 """The optional PrometheusRule: valid Prometheus rules (expressions parsed with
-Prometheus' grammar), aimed at the series the chart's own Services expose,
-and shaped by values."""
+Prometheus' grammar) that read only registered series and their own labels, pick
+the release's series with a configurable selector and never by `job` (which
+relabeling renames), and are shaped by values."""
 
 import re
 from pathlib import Path
@@ -9,12 +10,11 @@ from typing import Any
 import promql_parser
 import pytest
 import yaml
-from prometheus_client import REGISTRY, CollectorRegistry
 
-import controller.metrics  # noqa: F401  (registers the controller's metrics in REGISTRY)
 from devcluster import ControlPlane
 from tests.support.chart import find, fullname, release_name, render
-from webhook.metrics import WebhookMetrics
+from tests.support.metric_registry import registered_series
+from tests.support.promql import reads
 
 pytestmark = pytest.mark.api
 
@@ -26,27 +26,25 @@ ALERTS = {
     "TrussiumControllerDown",
     "TrussiumControllerNoLeader",
     "TrussiumControllerReconcileErrors",
+    "TrussiumControllerQueueStuck",
+    "TrussiumRuntimeNotReady",
+    "TrussiumRuntimeUpgradeFailed",
 }
-
-
-def exposed_names(registry: CollectorRegistry) -> set[str]:
-    """The series names a registry's metrics are scraped under."""
-    suffixes = {
-        "counter": ("_total",),
-        "histogram": ("_bucket", "_sum", "_count"),
-        "gauge": ("",),
-    }
-    return {
-        family.name + suffix
-        for family in registry.collect()
-        for suffix in suffixes.get(family.type, ("",))
-    }
-
-
-# What the two programs expose, read from their registries, plus Prometheus' own `up`.
-METRICS = {"up"} | exposed_names(WebhookMetrics().registry) | exposed_names(REGISTRY)
-SELECTOR = re.compile(r"([a-z_]+)\{([^}]*)\}")
+CRITICAL = {"TrussiumWebhookDown", "TrussiumControllerDown", "TrussiumControllerNoLeader"}
+SERIES = registered_series()
 DURATION = re.compile(r"^([0-9]+(ms|s|m|h|d|w|y))+$")
+MATCHER = re.compile(r"\{([^}]*)\}")
+
+
+def selector_labels(expr: str) -> set[str]:
+    """Label names that every selector of `expr` matches on beyond the series' own."""
+    found = reads(expr)
+    extra = [labels - SERIES[name] for name, labels in found.matchers.items()]
+    assert all(name in SERIES for name in found.matchers), expr
+    for labels, names in found.groupings:
+        assert labels <= {"instance"}.union(*(SERIES[name] for name in names)), expr
+    assert len({frozenset(e) for e in extra}) == 1, f"selectors differ in scope: {expr}"
+    return set(extra[0])
 
 
 def rules(objects: list[dict[str, Any]], name: str) -> dict[str, dict[str, Any]]:
@@ -74,25 +72,22 @@ def test_rules_parse_and_select_the_releases_own_series(
     )
     found = rules(objects, name)
     assert set(found) == ALERTS
-    services = {o["metadata"]["name"] for o in objects if o["kind"] == "Service"}
     for alert, rule in found.items():
         parsed = promql_parser.parse(rule["expr"])
         assert parsed is not None, alert
         assert DURATION.match(rule["for"]), rule["for"]
         assert rule["labels"] == {
-            "severity": "critical" if alert.endswith(("Down", "NoLeader")) else "warning",
+            "severity": "critical" if alert in CRITICAL else "warning",
             "team": "platform",
         }
         assert rule["annotations"]["summary"]
         assert rule["annotations"]["runbook_url"] == (
             f"https://docs.example/operations#{alert.lower()}"
         )
-        for metric, matchers in SELECTOR.findall(rule["expr"]):
-            assert metric in METRICS, f"{alert} uses {metric}"
-            job = re.search(r'job="([^"]+)"', matchers)
-            assert job is not None, f"{alert}: {metric} is not scoped to a job"
-            assert job.group(1) in services, "jobs are the chart's Service names"
-            assert f'namespace="{namespace}"' in matchers
+        assert selector_labels(rule["expr"]) == {"namespace"}, alert
+        assert all(
+            f'namespace="{namespace}"' in matchers for matchers in MATCHER.findall(rule["expr"])
+        ), alert
     assert "{{ $labels.webhook }}" in found["TrussiumWebhookSlow"]["annotations"]["description"]
 
 
@@ -152,6 +147,9 @@ def test_no_alert_for_a_component_that_does_not_run_in_the_cluster(
     assert set(rules(objects, name)) == {
         "TrussiumControllerDown",
         "TrussiumControllerReconcileErrors",
+        "TrussiumControllerQueueStuck",
+        "TrussiumRuntimeNotReady",
+        "TrussiumRuntimeUpgradeFailed",
     }
     without_controller = render(
         plane,
@@ -162,5 +160,25 @@ def test_no_alert_for_a_component_that_does_not_run_in_the_cluster(
         "--set",
         "controller.replicas=0",
     )
-    assert not any(a.startswith("TrussiumController") for a in rules(without_controller, name))
+    assert all(a.startswith("TrussiumWebhook") for a in rules(without_controller, name))
     assert "PrometheusRule" not in {o["kind"] for o in render(plane, release, namespace)}
+
+
+@pytest.mark.parametrize(
+    ("selector", "labels"),
+    [('cluster="eu-1",namespace=~"ops|ops-2"', {"cluster", "namespace"}), ("", set())],
+)
+def test_the_selector_scopes_every_alert_in_place_of_the_namespace(
+    plane: ControlPlane, namespace: str, tmp_path: Path, selector: str, labels: set[str]
+) -> None:
+    """After relabeling (a `cluster` label, other namespaces), or for a Prometheus that
+    sees one release only, the selector says which series are this release's."""
+    release = release_name()
+    path = tmp_path / "values.yaml"
+    path.write_text(yaml.safe_dump({"prometheusRule": {"enabled": True, "selector": selector}}))
+    found = rules(render(plane, release, namespace, "-f", str(path)), fullname(release))
+    assert set(found) == ALERTS
+    for alert, rule in found.items():
+        assert selector_labels(rule["expr"]) == labels, alert
+        if selector:
+            assert all(selector in m for m in MATCHER.findall(rule["expr"])), alert

@@ -10,23 +10,22 @@ from typing import Any
 import pytest
 import yaml
 
-from controller.cli import parser as controller_parser
-from controller.manager import SHUTDOWN_GRACE_SECONDS
 from devcluster import ControlPlane
 from tests.support.chart import (
     CHART,
-    as_list,
+    accepted,
     container,
     find,
     fullname,
     release_name,
     render,
 )
-from webhook.cli import build_parser as webhook_parser
+from trussium_operator.controller.cli import parser as controller_parser
+from trussium_operator.controller.manager import SHUTDOWN_GRACE_SECONDS
+from trussium_operator.webhook.cli import build_parser as webhook_parser
 
 pytestmark = pytest.mark.api
 
-NOT_IN_CLUSTER = {"cert-manager.io", "monitoring.coreos.com"}
 OWN_NAMESPACE_KEY = "kubernetes.io/metadata.name"
 
 ESCAPE_HATCHES: dict[str, Any] = {
@@ -110,13 +109,6 @@ def _values_file(tmp_path: Path, values: dict[str, Any]) -> str:
     return str(path)
 
 
-def _accepted(plane: ControlPlane, namespace: str, objects: list[dict[str, Any]]) -> None:
-    in_cluster = [o for o in objects if o["apiVersion"].split("/")[0] not in NOT_IN_CLUSTER]
-    plane.kubectl(
-        "apply", "--dry-run=server", "-n", namespace, "-f", "-", input=as_list(in_cluster)
-    )
-
-
 def _hooks(objects: list[dict[str, Any]], name: str) -> dict[str, dict[str, Any]]:
     return {
         hook["name"]: hook
@@ -125,13 +117,13 @@ def _hooks(objects: list[dict[str, Any]], name: str) -> dict[str, dict[str, Any]
     }
 
 
-def test_escape_hatches_render_where_expected_and_are_accepted(
+def test_escape_hatches_render_where_expected_and_areaccepted(
     plane: ControlPlane, namespace: str, tmp_path: Path
 ) -> None:
     release = release_name()
     name = fullname(release)
     objects = render(plane, release, namespace, "-f", _values_file(tmp_path, ESCAPE_HATCHES))
-    _accepted(plane, namespace, objects)
+    accepted(plane, namespace, objects)
 
     controller = find(objects, "Deployment", f"{name}-controller")["spec"]["template"]["spec"]
     main = container({"spec": {"template": {"spec": controller}}})
@@ -259,7 +251,7 @@ def test_openshift_can_leave_the_uids_to_the_platform(
         "webhook": {"podSecurityContext": unset},
     }
     objects = render(plane, release, namespace, "-f", _values_file(tmp_path, values))
-    _accepted(plane, namespace, objects)
+    accepted(plane, namespace, objects)
     for component in ("controller", "webhook"):
         pod = find(objects, "Deployment", f"{name}-{component}")["spec"]["template"]["spec"]
         assert pod["securityContext"] == {
@@ -310,6 +302,9 @@ def test_an_umbrella_chart_can_depend_on_the_chart(
     objects = [doc for doc in yaml.safe_load_all(out) if doc]
     webhook = find(objects, "Deployment", "platform-trussium-operator-webhook")
     assert webhook["spec"]["replicas"] == 3
+    assert container(webhook)["image"].startswith("registry.example/trussiumhq/"), (
+        "the umbrella's global.imageRegistry is read"
+    )
 
     disabled = plane.helm(
         "template", "platform", str(parent), "--set", f"{chart['name']}.enabled=false"
@@ -336,6 +331,19 @@ def test_an_umbrella_chart_can_depend_on_the_chart(
         (["--set", "prometheusRule.alerts.TrussiumWebhookDwn.for=1m"], "'TrussiumWebhookDwn'"),
         (["--set", "prometheusRule.alerts.TrussiumWebhookErrors.ratio=2"], "maximum"),
         (["--set", "enabled=maybe"], "at '/enabled'"),
+        (
+            ["--set", "controller.serviceAccount.create=false"],
+            "controller.serviceAccount.name is required when controller.serviceAccount.create",
+        ),
+        (["--set", "webhook.podDisruptionBudget.maxUnavailable=-1"], "maxUnavailable"),
+        (["--set", "webhook.podDisruptionBudget.minAvailable=half"], "minAvailable"),
+        (["--set", "controller.strategy.type=BlueGreen"], "/controller/strategy/type"),
+        (["--set", "controller.revisionHistoryLimit=-1"], "revisionHistoryLimit"),
+        (["--set", "controller.livenessProbe.periodSeconds=0"], "periodSeconds"),
+        (["--set-json", 'commonLabels={"team":{"a":1}}'], "/commonLabels/team"),
+        (["--set", "global.imageRegistry=bad registry"], "imageRegistry"),
+        (["--set-json", 'global.imagePullSecrets=["mirror"]'], "imagePullSecrets"),
+        (["--set", "crds.keep=maybe"], "/crds/keep"),
     ],
 )
 def test_schema_refuses_bad_escape_hatch_values(
@@ -372,6 +380,16 @@ def test_every_new_value_has_a_schema_description() -> None:
         "deploymentGuard",
     ]
     hatches["controller"] += ["kubeApiQPS", "kubeApiBurst"]
+    for component in ("controller", "webhook"):
+        hatches[component] += [
+            "strategy",
+            "revisionHistoryLimit",
+            "serviceAccount",
+            "podDisruptionBudget",
+            "livenessProbe",
+            "readinessProbe",
+            "nodeSelector",
+        ]
     missing = [
         f"{component}.{key}"
         for component, keys in hatches.items()
@@ -386,7 +404,22 @@ def test_every_new_value_has_a_schema_description() -> None:
     ]
     hook = schema["definitions"]["hook"]["properties"]
     missing += [f"hook.{key}" for key, spec in hook.items() if not spec.get("description")]
-    missing += [key for key in ("global", "enabled") if not components[key].get("description")]
+    missing += [
+        key
+        for key in ("global", "enabled", "commonLabels", "crds")
+        if not components[key].get("description")
+    ]
+    nested = {
+        "global": ("imageRegistry", "imagePullSecrets"),
+        "crds": ("enabled", "keep"),
+        "image": ("registry",),
+    }
+    missing += [
+        f"{key}.{sub}"
+        for key, subs in nested.items()
+        for sub in subs
+        if not components[key]["properties"][sub].get("description")
+    ]
     assert missing == []
 
 

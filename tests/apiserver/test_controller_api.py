@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 
 from devcluster import ControlPlane
-from devcluster.hostoperator import install_crds
-from tests.support.controller_harness import (
+from devcluster.controller_harness import (
     Controller,
     apply,
     audit_entries,
@@ -19,6 +18,7 @@ from tests.support.controller_harness import (
     get,
     must_get,
     now,
+    patch_status,
     reasons,
     running_controller,
     runtime_manifest,
@@ -26,6 +26,7 @@ from tests.support.controller_harness import (
     wait_condition,
     wait_for,
 )
+from devcluster.hostoperator import install_crds
 
 pytestmark = pytest.mark.api
 MANAGED = ("configmap", "serviceaccount", "service", "deployment", "poddisruptionbudget")
@@ -41,17 +42,7 @@ def crd(plane: ControlPlane) -> None:
 def patch_deployment_status(
     plane: ControlPlane, name: str, namespace: str, status: dict[str, object]
 ) -> None:
-    plane.kubectl(
-        "patch",
-        "deployment",
-        name,
-        "-n",
-        namespace,
-        "--subresource=status",
-        "--type=merge",
-        "-p",
-        json.dumps({"status": status}),
-    )
+    patch_status(plane.kubectl, "deployment", name, namespace, status)
 
 
 def test_progress_deadline_exceeded_degrades_the_runtime(
@@ -129,7 +120,8 @@ def test_missing_secret_blocks_everything_until_it_exists(
         apply(plane, secret)
         wait_condition(plane, name, namespace, "ConfigurationValid", "True", "ReferencesResolved")
         deployment = must_get(plane, "deployment", name, namespace)
-        (env,) = deployment["spec"]["template"]["spec"]["containers"][0]["env"]
+        env, tmpdir = deployment["spec"]["template"]["spec"]["containers"][0]["env"]
+        assert tmpdir == {"name": "TMPDIR", "value": "/tmp"}
         assert env["valueFrom"]["secretKeyRef"] == {"name": "api-key", "key": "token"}
         logs = (tmp_path / "controller.log").read_text()
     assert "s3cr3t-value" not in logs
@@ -218,6 +210,9 @@ def test_leader_election_one_reconciles_and_failover(
         assert second.metric("controller_runtime_reconcile_total") == 0, "the standby reconciled"
         assert first.metric("leader_election_master_status") == 1
         assert second.metric("leader_election_master_status") == 0
+        # One series set per runtime: the leader's (the standby's cache holds the same).
+        wait_for(lambda: first.metric("trussium_runtime_info", runtime_name="one"), "its series")
+        assert second.metric("trussium_runtime_info", runtime_name="one") == 0
 
         # SIGKILL: the standby takes over once the lease runs out.
         killed_at = time.monotonic()
@@ -227,6 +222,7 @@ def test_leader_election_one_reconciles_and_failover(
         assert time.monotonic() - killed_at < 6 + 2 + 1, "takeover within the lease duration"
         apply(plane, runtime_manifest("two", namespace))
         wait_for(lambda: get(plane, "configmap", "two", namespace), "reconciled by the new leader")
+        assert second.metric("trussium_runtime_info", runtime_name="one") == 1
 
         # SIGTERM: the lease is released, a fresh standby takes over at once.
         third = Controller(plane, log, *common, identity="c")

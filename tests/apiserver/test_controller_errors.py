@@ -6,10 +6,11 @@ from typing import Any
 
 import pytest
 
-from cmdline.kubeconfig import new_api_client
-from controller.errors import Failure, classify
-from controller.kube import JSON_PATCH, OWNED, ApiError, Kube
 from devcluster import ControlPlane
+from trussium_operator.cmdline.kubeconfig import new_api_client
+from trussium_operator.controller.errors import Failure, classify
+from trussium_operator.controller.kinds import OWNED
+from trussium_operator.controller.machinery.kube import JSON_PATCH, ApiError, Kube
 
 pytestmark = pytest.mark.api
 CONFIGMAPS = OWNED["ConfigMap"]

@@ -6,10 +6,11 @@ from typing import Any
 
 import pytest
 
-from common.defaulting import apply_defaults
 from devcluster import ControlPlane
+from devcluster.controller_harness import patch_status
 from devcluster.hostoperator import install_crds
 from tests.conftest import Kubectl
+from trussium_operator.common.defaulting import apply_defaults
 
 pytestmark = pytest.mark.api
 
@@ -126,17 +127,7 @@ def test_kubectl_get_shows_the_printer_columns(kubectl: Kubectl, namespace: str)
             ],
         }
     }
-    kubectl(
-        "patch",
-        "truntime",
-        "rt",
-        "-n",
-        namespace,
-        "--subresource=status",
-        "--type=merge",
-        "-p",
-        json.dumps(status),
-    )
+    patch_status(kubectl, "truntime", "rt", namespace, status["status"])
     header, row = kubectl("get", "truntime", "-n", namespace).stdout.splitlines()
     assert header.split() == [
         "NAME",
@@ -145,15 +136,66 @@ def test_kubectl_get_shows_the_printer_columns(kubectl: Kubectl, namespace: str)
         "PROVIDER",
         "MODEL",
         "VERSION",
+        "STATUS",
         "REASON",
+        "IMAGE",
         "AGE",
     ]
-    assert row.split()[:7] == ["rt", "1", "2", "ollama", "llama3", "1.4.2", "RuntimeNotReady"]
-    wide_header, wide_row = kubectl(
-        "get", "trussiumruntimes", "-n", namespace, "-o", "wide"
-    ).stdout.splitlines()
-    assert "IMAGE" in wide_header.split()
-    assert "ghcr.io/trussium/runtime:1.4.2" in wide_row.split()
+    assert row.split()[:9] == [
+        "rt",
+        "1",
+        "2",
+        "ollama",
+        "llama3",
+        "1.4.2",
+        "False",
+        "RuntimeNotReady",
+        "ghcr.io/trussium/runtime:1.4.2",
+    ]
+    wide = kubectl("get", "trussiumruntimes", "-n", namespace, "-o", "wide").stdout
+    wide_header, wide_row = wide.splitlines()
+    assert "MESSAGE" in wide_header
+    assert "DESIRED IMAGE" in wide_header
+    assert "1 of 2 replicas are ready." in wide_row
+
+
+@pytest.mark.usefixtures("installed")
+def test_an_autoscaled_digest_pinned_runtime_shows_its_replicas_and_image_from_status(
+    kubectl: Kubectl, namespace: str
+) -> None:
+    """spec.replicas and spec.image.tag say nothing here: the autoscaler runs 5 of 8,
+    and the image has a digest, not a tag. The status columns show both."""
+    digest = "ghcr.io/trussium/runtime@sha256:" + "a" * 64
+    body = runtime("scaled", replicas=1)
+    body["spec"]["image"] = {
+        "repository": "ghcr.io/trussium/runtime",
+        "digest": "sha256:" + "a" * 64,
+    }
+    body["spec"]["autoscaling"] = {"enabled": True, "minReplicas": 2, "maxReplicas": 8}
+    body["spec"]["resources"] = {"requests": {"cpu": "100m"}}
+    apply(kubectl, namespace, body)
+    status = {
+        "status": {
+            "readyReplicas": 5,
+            "desiredImage": digest,
+            "currentImage": digest,
+            "conditions": [
+                {
+                    "type": "Ready",
+                    "status": "False",
+                    "reason": "RuntimeNotReady",
+                    "message": "5 of 8 replicas are ready.",
+                    "lastTransitionTime": "2026-01-01T00:00:00Z",
+                }
+            ],
+        }
+    }
+    patch_status(kubectl, "truntime", "scaled", namespace, status["status"])
+    wide = kubectl("get", "truntime", "scaled", "-n", namespace, "-o", "wide").stdout
+    header, row = wide.splitlines()
+    assert "5 of 8 replicas are ready." in row
+    assert row.split().count(digest) == 2  # IMAGE and DESIRED IMAGE
+    assert row[header.index("VERSION") : header.index("STATUS")].strip() == ""  # no tag
 
 
 @pytest.mark.usefixtures("installed")

@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 from kubernetes_asyncio import client
 
-from common import constants
-from common.parsing import schema_errors
 from devcluster import ControlPlane
 from devcluster.hostoperator import install_crds
+from trussium_operator.common import constants
+from trussium_operator.common.parsing import schema_errors
 
 pytestmark = pytest.mark.api
 

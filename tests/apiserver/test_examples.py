@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 import yaml
 
-from common.constants import KIND
-from common.defaulting import apply_defaults
-from common.validation import validate_runtime
 from devcluster import ControlPlane
 from devcluster.hostoperator import install_crds
+from trussium_operator.common.constants import KIND
+from trussium_operator.common.defaulting import apply_defaults
+from trussium_operator.common.validation import validate_runtime
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"

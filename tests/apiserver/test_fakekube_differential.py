@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from kubernetes_asyncio import client
 
-from cmdline.metadata_only import METADATA_ONLY
-from controller.kube import APPLY_PATCH, JSON_PATCH, ApiError, Kube
 from tests.support.fakekube import FakeKube
+from trussium_operator.cmdline.metadata_only import METADATA_ONLY
+from trussium_operator.controller.machinery.kube import APPLY_PATCH, JSON_PATCH, ApiError, Kube
 
 pytestmark = pytest.mark.api
 Obj = dict[str, Any]

@@ -17,21 +17,32 @@ RUNTIME = (Path(__file__).resolve().parents[1] / "samples" / "valid" / "minimal.
 Samples = dict[str, list[dict[str, str]]]
 
 # name -> the label names every sample of it carries
+RUNTIME_LABELS = ("runtime_namespace", "runtime_name")
+QUEUE = {"name", "controller"}
 CONTROLLER_METRICS = {
     "controller_runtime_reconcile_total": {"controller", "result"},
     "controller_runtime_reconcile_errors_total": {"controller"},
+    "controller_runtime_terminal_reconcile_errors_total": {"controller"},
+    "controller_runtime_reconcile_panics_total": {"controller"},
     "controller_runtime_reconcile_time_seconds_bucket": {"controller", "le"},
     "controller_runtime_active_workers": {"controller"},
     "controller_runtime_max_concurrent_reconciles": {"controller"},
-    "workqueue_depth": {"name"},
-    "workqueue_adds_total": {"name"},
-    "workqueue_queue_duration_seconds_bucket": {"name", "le"},
-    "workqueue_work_duration_seconds_bucket": {"name", "le"},
-    "workqueue_unfinished_work_seconds": {"name"},
-    "workqueue_longest_running_processor_seconds": {"name"},
+    "workqueue_depth": QUEUE | {"priority"},
+    "workqueue_adds_total": QUEUE,
+    "workqueue_retries_total": QUEUE,
+    "workqueue_queue_duration_seconds_bucket": QUEUE | {"le"},
+    "workqueue_work_duration_seconds_bucket": QUEUE | {"le"},
+    "workqueue_unfinished_work_seconds": QUEUE,
+    "workqueue_longest_running_processor_seconds": QUEUE,
     "rest_client_requests_total": {"code", "method", "host"},
     "leader_election_master_status": {"name"},
+    "leader_election_slowpath_total": {"name"},
     "trussium_runtimes": {"ready"},
+    "trussium_runtime_ready": set(RUNTIME_LABELS),
+    "trussium_runtime_ready_replicas": set(RUNTIME_LABELS),
+    "trussium_runtime_available_replicas": set(RUNTIME_LABELS),
+    "trussium_runtime_upgrade_state": {*RUNTIME_LABELS, "state"},
+    "trussium_runtime_info": {*RUNTIME_LABELS, "desired_image", "current_image"},
 }
 WEBHOOK_METRICS = {
     "controller_runtime_webhook_requests_total": {"webhook", "code"},
@@ -53,7 +64,7 @@ def scrape(port: int) -> Samples:
     return samples
 
 
-def value(port: int, name: str, **labels: str) -> float:
+def value(port: int, name: str, /, **labels: str) -> float:
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
         text = answer.read().decode()
     return sum(
@@ -88,6 +99,16 @@ def test_controller_and_webhook_metrics_on_a_running_operator(
                 assert time.monotonic() < deadline, "no reconcile within 60 s"
                 time.sleep(0.2)
 
+            # Someone else writes the Lease: the leader's next renewal, sent with the
+            # version it wrote last, conflicts; the one after reads the Lease first.
+            lease = ("lease", release, "-n", release)
+            plane.kubectl("annotate", *lease, f"touched={secrets.token_hex(2)}")
+            deadline = time.monotonic() + 30
+            while value(port, "leader_election_slowpath_total", name=release) < 1:
+                assert time.monotonic() < deadline, "no slow-path renewal within 30 s"
+                time.sleep(0.2)
+            assert value(port, "leader_election_master_status", name=release) == 1
+
             controller = scrape(port)
             webhook = scrape(operator.webhook_health_port)
     finally:
@@ -95,12 +116,27 @@ def test_controller_and_webhook_metrics_on_a_running_operator(
 
     assert_exposed(controller, CONTROLLER_METRICS)
     assert {"controller": "trussiumruntime"} in controller["controller_runtime_active_workers"]
-    assert {"name": "trussiumruntime"} in controller["workqueue_unfinished_work_seconds"]
+    assert {"name": "trussiumruntime", "controller": "trussiumruntime"} in controller[
+        "workqueue_unfinished_work_seconds"
+    ]
     api_server = plane.server.removeprefix("https://")
     assert {"code": "200", "method": "GET", "host": api_server} in controller[
         "rest_client_requests_total"
     ]
     assert {"name": release} in controller["leader_election_master_status"]
+    queue = {"name": "trussiumruntime", "controller": "trussiumruntime"}
+    assert queue | {"priority": ""} in controller["workqueue_depth"]
+    assert queue in controller["workqueue_adds_total"]
+    runtime = {"runtime_namespace": namespace, "runtime_name": "minimal"}
+    assert runtime in controller["trussium_runtime_ready"]
+    states = {
+        s["state"]
+        for s in controller["trussium_runtime_upgrade_state"]
+        if runtime.items() <= s.items()
+    }
+    assert states == {"NoUpgrade", "UpgradeInProgress", "UpgradeComplete", "UpgradeFailed"}
+    (info,) = [s for s in controller["trussium_runtime_info"] if runtime.items() <= s.items()]
+    assert info["desired_image"].startswith("ghcr.io/")
 
     assert_exposed(webhook, WEBHOOK_METRICS)
     for path in ("/mutate-trussiumruntime", "/validate-trussiumruntime"):

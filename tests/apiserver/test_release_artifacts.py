@@ -6,6 +6,8 @@ Marked `api` only to keep it out of `make unit`: it needs the pinned helm
 """
 
 import hashlib
+import json
+import re
 import subprocess
 import tarfile
 import zipfile
@@ -36,16 +38,20 @@ def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def test_dist_holds_the_three_artifacts_and_their_checksums(dist: Path) -> None:
+SBOM = f"trussium_operator-{VERSION}.cdx.json"
+
+
+def test_dist_holds_the_four_artifacts_and_their_checksums(dist: Path) -> None:
     wheel = f"trussium_operator-{VERSION}-py3-none-any.whl"
     sdist = f"trussium_operator-{VERSION}.tar.gz"
     chart = f"trussium-operator-python-{VERSION}.tgz"
-    assert sorted(p.name for p in dist.iterdir()) == sorted([wheel, sdist, chart, "SHA256SUMS"])
+    artifacts = [wheel, sdist, chart, SBOM]
+    assert sorted(p.name for p in dist.iterdir()) == sorted([*artifacts, "SHA256SUMS"])
     sums: dict[str, str] = {}
     for line in (dist / "SHA256SUMS").read_text().splitlines():
         digest, name = line.split("  ", 1)
         sums[name] = digest
-    assert sorted(sums) == sorted([wheel, sdist, chart])
+    assert sorted(sums) == sorted(artifacts)
     for name, digest in sums.items():
         assert hashlib.sha256((dist / name).read_bytes()).hexdigest() == digest, name
 
@@ -79,6 +85,23 @@ def test_every_artifact_carries_the_version_and_the_licence(dist: Path) -> None:
             VERSION,
             VERSION,
         )
-        assert "trussium-operator-python/crds/trussiumruntimes.runtime.trussium.io.yaml" in (
+        assert "trussium-operator-python/files/crds/trussiumruntimes.runtime.trussium.io.yaml" in (
             chart.getnames()
         )
+
+
+def test_the_sbom_lists_every_locked_dependency_with_its_hashes(dist: Path) -> None:
+    """CycloneDX: the wheel as the root component, each pin of requirements.lock a
+    component with the sha256 of every file the lock allows."""
+    bom = json.loads((dist / SBOM).read_text())
+    assert bom["bomFormat"] == "CycloneDX"
+    root = bom["metadata"]["component"]
+    assert (root["name"], root["version"]) == ("trussium-operator", VERSION)
+    lock = (ROOT / "requirements.lock").read_text()
+    pinned = dict(re.findall(r"^([A-Za-z0-9_.-]+)==(\S+)", lock, re.MULTILINE))
+    listed = {c["name"]: c for c in bom["components"]}
+    assert {name: c["version"] for name, c in listed.items()} == pinned
+    for name, component in listed.items():
+        hashes = {h["content"] for ref in component["externalReferences"] for h in ref["hashes"]}
+        block = lock.split(f"\n{name}==", 1)[1].split("\n    # via", 1)[0]
+        assert hashes == set(re.findall(r"--hash=sha256:([0-9a-f]{64})", block)), name

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from common.api import TrussiumRuntime
-from common.render import render_managed_objects
 from tests.conftest import Kubectl
+from trussium_operator.common.api import TrussiumRuntime
+from trussium_operator.controller.kinds import render_managed_objects
 
 SPEC: dict[str, Any] = {
     "image": {"repository": "ghcr.io/trussium/runtime", "tag": "1.4.0"},

@@ -31,18 +31,18 @@ import yaml
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from certs.cli import main_certs
-from cmdline.inputs import read_manifests
-from common.constants import GROUP, PLURAL, VERSION
-from common.manifests import parse_manifests
-from common.offline import check_documents
-from common.parsing import schema_errors
 from devcluster import ControlPlane
+from devcluster.barriers import until
 from devcluster.hostoperator import install_crds
 from devcluster.layout import free_port
 from devcluster.polling import wait_for
 from tests.conftest import Kubectl
-from tests.support.barriers import until
+from trussium_operator.certs.cli import main_certs
+from trussium_operator.cmdline.inputs import read_manifests
+from trussium_operator.common.constants import GROUP, PLURAL, VERSION
+from trussium_operator.common.manifests import parse_manifests
+from trussium_operator.common.offline import check_documents
+from trussium_operator.common.parsing import schema_errors
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "tests" / "samples"
@@ -166,7 +166,7 @@ def _serving(plane: ControlPlane, log: Path, port: int, *flags: str) -> Iterator
             [
                 sys.executable,
                 "-m",
-                "webhook.cli",
+                "trussium_operator.webhook.cli",
                 "serve",
                 f"--bind-address=127.0.0.1:{port}",
                 f"--health-bind-address=127.0.0.1:{health_port}",
@@ -389,6 +389,43 @@ def test_update_of_an_old_violation_is_allowed_with_a_warning(
     )
     assert refused.returncode != 0
     assert "spec.podMetadata.annotations[runtime.trussium.io/x]" in refused.stderr
+
+
+def test_a_spec_change_to_a_frozen_runtime_must_fix_what_freezes_it(
+    kubectl: Kubectl, namespace: str, webhook: RunningWebhook
+) -> None:
+    """The operator does not act on a frozen runtime, so the webhook admits no spec change
+    it would ignore; an edit the operator has nothing to act on (a label) passes with a warning."""
+    frozen = {"scheduling": {"tolerations": [{"key": "gpu", "operator": "Exist"}]}}
+    kubectl("apply", "-n", namespace, "-f", "-", input=_runtime("frozen", **frozen))
+    _select(kubectl, namespace, webhook)
+    teams = iter(range(1000))
+
+    def relabel_warns() -> bool:
+        edited = kubectl(
+            "label", PLURAL, "frozen", "-n", namespace, f"team=t{next(teams)}", "--overwrite"
+        )
+        return "does not reconcile this runtime until it is fixed" in edited.stderr
+
+    wait_for(relabel_warns, "the frozen runtime's warning", EVENTUALLY_SECONDS)
+    bump = json.dumps({"spec": {"replicas": 2}})
+    refused = kubectl(
+        "patch", PLURAL, "frozen", "-n", namespace, "--type=merge", "-p", bump, check=False
+    )
+    assert refused.returncode != 0
+    assert "spec.scheduling.tolerations[0].operator" in refused.stderr
+    assert "a change to its spec must fix this too" in refused.stderr
+    fixed = json.dumps(
+        {
+            "spec": {
+                "replicas": 2,
+                "scheduling": {"tolerations": [{"key": "gpu", "operator": "Exists"}]},
+            }
+        }
+    )
+    kubectl("patch", PLURAL, "frozen", "-n", namespace, "--type=merge", "-p", fixed)
+    stored = json.loads(kubectl("get", PLURAL, "frozen", "-n", namespace, "-o", "json").stdout)
+    assert stored["spec"]["replicas"] == 2
 
 
 @pytest.mark.parametrize(

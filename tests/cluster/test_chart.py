@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from controller.cli import parser as controller_parser
 from devcluster import ControlPlane
+from devcluster.hostoperator import install_crds
 from tests.support.chart import (
     CERT_MODE_VALUES,
     CHART,
@@ -21,7 +21,8 @@ from tests.support.chart import (
     release_name,
     render,
 )
-from webhook.cli import build_parser as webhook_parser
+from trussium_operator.controller.cli import parser as controller_parser
+from trussium_operator.webhook.cli import build_parser as webhook_parser
 
 pytestmark = pytest.mark.cluster
 
@@ -415,11 +416,15 @@ def _get(plane: ControlPlane, *args: str) -> Any:
 
 
 def test_install_upgrade_and_uninstall(plane: ControlPlane, namespace: str) -> None:
+    install_crds(plane)
     release = release_name()
     name = fullname(release)
     helm = ("--namespace", namespace, "--wait", "--timeout", "180s")
+    # Applied above, the CRD belongs to no release (tests/cluster/test_install_docs.py
+    # has Helm own it), so it cannot be this one's.
+    no_crd = ("--set", "crds.enabled=false")
     try:
-        installed = plane.helm("install", release, str(CHART), *helm)
+        installed = plane.helm("install", release, str(CHART), *helm, *no_crd)
         assert "rollout status deployment/" in installed.stdout  # NOTES.txt
         for component, replicas in (("controller", 1), ("webhook", 2)):
             plane.kubectl(
@@ -438,7 +443,7 @@ def test_install_upgrade_and_uninstall(plane: ControlPlane, namespace: str) -> N
             release,
             str(CHART),
             *helm,
-            "--reuse-values",
+            "--reset-then-reuse-values",
             "--set",
             "webhook.replicas=3",
             "--set",
@@ -475,5 +480,5 @@ def test_install_upgrade_and_uninstall(plane: ControlPlane, namespace: str) -> N
         f"app.kubernetes.io/instance={release}",
     ).stdout
     assert cluster_left == ""
-    # Helm's crds/ rule: the CRD (and with it every TrussiumRuntime) outlives the release.
+    # Not the release's (crds.enabled=false): the CRD, and every TrussiumRuntime, stay.
     plane.kubectl("get", "crd", "trussiumruntimes.runtime.trussium.io")

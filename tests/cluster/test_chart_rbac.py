@@ -17,10 +17,7 @@ from typing import Any
 import pytest
 
 from devcluster import ControlPlane
-from devcluster.hostoperator import install_crds
-from devcluster.layout import free_port
-from tests.support.chart import CHART, container, find, fullname, release_name, render
-from tests.support.controller_harness import (
+from devcluster.controller_harness import (
     get,
     must_get,
     running_controller,
@@ -28,6 +25,9 @@ from tests.support.controller_harness import (
     wait_condition,
     wait_for,
 )
+from devcluster.hostoperator import install_crds
+from devcluster.layout import free_port
+from tests.support.chart import CHART, container, find, fullname, release_name, render
 
 pytestmark = pytest.mark.cluster
 
@@ -172,6 +172,8 @@ def test_chart_service_accounts_run_both_programs_and_nothing_more(
             f"webhook.urlOverride=https://127.0.0.1:{port}",
             "--set",
             "controller.replicas=0",
+            "--set",
+            "crds.enabled=false",
             "--wait",
             "--timeout",
             "120s",
@@ -216,7 +218,7 @@ def test_chart_service_accounts_run_both_programs_and_nothing_more(
             str(CHART),
             "--namespace",
             namespace,
-            "--reuse-values",
+            "--reset-then-reuse-values",
             "--set",
             "logLevel=debug",
             "--wait",

@@ -12,14 +12,14 @@ from pathlib import Path
 import pytest
 
 from devcluster import ControlPlane
-from devcluster.hostoperator import install_crds
-from tests.support.controller_harness import (
+from devcluster.controller_harness import (
     IMAGE,
     Controller,
     Obj,
     apply,
     audit_entries,
     condition,
+    fill_pod_quota,
     get,
     lease_renewals,
     must_get,
@@ -32,6 +32,7 @@ from tests.support.controller_harness import (
     wait_for,
     writes,
 )
+from devcluster.hostoperator import install_crds
 
 pytestmark = pytest.mark.cluster
 OWNED_KINDS = ("configmap", "serviceaccount", "service", "deployment", "poddisruptionbudget")
@@ -193,22 +194,7 @@ def test_failed_upgrade_is_reported_once_and_recovers(
     with running_controller(plane, tmp_path / "controller.log", *scoped(namespace)) as controller:
         apply(plane, runtime_manifest(name, namespace))
         wait_ready(plane, name, namespace, f"{IMAGE}:1.0.0")
-        quota = {
-            "apiVersion": "v1",
-            "kind": "ResourceQuota",
-            "metadata": {"name": "one-pod", "namespace": namespace},
-            "spec": {"hard": {"pods": "1"}},
-        }
-        apply(plane, quota)
-        wait_for(
-            lambda: (
-                (must_get(plane, "resourcequota", "one-pod", namespace).get("status") or {})
-                .get("used", {})
-                .get("pods")
-                == "1"
-            ),
-            "the quota to count the running pod",
-        )
+        fill_pod_quota(plane, namespace, 1)
         apply(plane, runtime_manifest(name, namespace, image={"repository": IMAGE, "tag": "2.0.0"}))
         runtime = wait_condition(plane, name, namespace, "Upgrading", "False", "UpgradeFailed")
         assert condition(runtime, "Degraded") == ("True", "ReplicaFailure")
@@ -218,7 +204,7 @@ def test_failed_upgrade_is_reported_once_and_recovers(
         controller.wait_quiescent()
         assert reasons(plane, namespace, name).count("RuntimeUpgradeFailed") == 1
 
-        plane.kubectl("delete", "resourcequota", "one-pod", "-n", namespace)
+        plane.kubectl("delete", "resourcequota", "pods-1", "-n", namespace)
         runtime = wait_ready(plane, name, namespace, f"{IMAGE}:2.0.0")
         wait_condition(plane, name, namespace, "Upgrading", "False", "UpgradeComplete")
         wait_condition(plane, name, namespace, "Degraded", "False", "AsExpected")
@@ -361,7 +347,7 @@ def test_drift_is_undone_but_a_rollout_restart_is_kept(
                             {"name": "trussium", "env": [{"name": "DEBUG", "value": "1"}]},
                         ],
                         "initContainers": [{"name": "init", "image": "busybox"}],
-                        "volumes": [{"name": "scratch", "emptyDir": {}}],
+                        "volumes": [{"name": "debug", "emptyDir": {}}],
                     }
                 }
             }
@@ -384,9 +370,9 @@ def test_drift_is_undone_but_a_rollout_restart_is_kept(
             (container,) = pod["containers"]
             return (
                 container["name"] == "trussium"
-                and "env" not in container
+                and container["env"] == [{"name": "TMPDIR", "value": "/tmp"}]
                 and "initContainers" not in pod
-                and "volumes" not in pod
+                and [v["name"] for v in pod["volumes"]] == ["scratch"]
             )
 
         wait_for(clean, "the pod template back to the contract")

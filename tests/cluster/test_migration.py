@@ -1,4 +1,5 @@
-"""Switching from the Go operator: field takeover, invalid stored runtimes, Lease exclusion.
+"""Switching from the Go operator: field takeover, one rollout for the scratch space,
+invalid stored runtimes, Lease exclusion.
 
 Each test starts from what the Go operator leaves behind (see go_operator.py)
 and observes our controller only through the API server and its audit log.
@@ -14,13 +15,13 @@ from pathlib import Path
 import pytest
 
 from devcluster import ControlPlane
-from devcluster.hostoperator import install_crds
-from tests.support.controller_harness import (
+from devcluster.controller_harness import (
     Controller,
     Obj,
     apply,
     audit_entries,
     condition,
+    events,
     get,
     must_get,
     now,
@@ -32,6 +33,7 @@ from tests.support.controller_harness import (
     wait_for,
     writes,
 )
+from devcluster.hostoperator import install_crds
 from tests.support.go_operator import (
     GO_LEASE,
     GO_MANAGER,
@@ -43,6 +45,8 @@ from tests.support.go_operator import (
     managers,
     render,
     rendered,
+    watching,
+    without_scratch,
 )
 
 ALWAYS_KEYS = {
@@ -91,13 +95,22 @@ def when(
     return obj if holds(obj) else None
 
 
+def rolled_out(deployment: Obj) -> bool:
+    """The current generation observed and every replica updated and available."""
+    status, wanted = deployment.get("status") or {}, deployment["spec"]["replicas"]
+    counts = ("replicas", "updatedReplicas", "readyReplicas", "availableReplicas")
+    return status.get("observedGeneration") == deployment["metadata"]["generation"] and all(
+        status.get(count) == wanted for count in counts
+    )
+
+
 def template(deployment: Obj) -> Obj:
     result: Obj = deployment["spec"]["template"]
     return result
 
 
 @pytest.mark.cluster
-def test_switching_prunes_stale_values_and_keeps_what_others_own(
+def test_switching_rolls_once_prunes_stale_values_and_keeps_what_others_own(
     plane: ControlPlane, namespace: str, tmp_path: Path
 ) -> None:
     name = "rt"
@@ -136,20 +149,39 @@ def test_switching_prunes_stale_values_and_keeps_what_others_own(
     before = wait_for(settled, "the Go-era Deployment rolled out")
     sets_before = replica_sets(plane, name, namespace)
     restarted = template(before)["metadata"]["annotations"]["kubectl.kubernetes.io/restartedAt"]
+    generation = before["metadata"]["generation"]
 
-    with running_controller(
-        plane, tmp_path / "controller.log", *scoped(namespace), no_go_exclusion(namespace)
+    with (
+        watching(plane, name, namespace, tmp_path / "watch.log") as watch,
+        running_controller(
+            plane, tmp_path / "controller.log", *scoped(namespace), no_go_exclusion(namespace)
+        ),
     ):
-        wait_condition(plane, name, namespace, "Ready", "True", "RuntimeReady")
         for kind in OWNED_KINDS:
             wait_for(
                 lambda k=kind: GO_MANAGER not in managers(plane, k, name, namespace),  # type: ignore[misc]
                 f"{kind} taken over from {GO_MANAGER}",
             )
-        after = must_get(plane, "deployment", name, namespace)
-        assert after["metadata"]["generation"] == before["metadata"]["generation"]
-        assert replica_sets(plane, name, namespace) == sets_before, "no new ReplicaSet"
+        # One rollout, for the scratch space: the only difference from the Go template.
+        after = wait_for(
+            lambda: when(
+                plane, "deployment", name, namespace,
+                lambda d: d["metadata"]["generation"] > generation and rolled_out(d),
+            ),
+            "the scratch space rolled out",
+        )  # fmt: skip
+        assert after["metadata"]["generation"] == generation + 1, "exactly one rollout"
+        assert without_scratch(template(after)) == template(before)
+        assert template(after)["spec"]["volumes"] == [
+            {"name": "scratch", "emptyDir": {"sizeLimit": "1Gi"}}
+        ]
+        sets_after = replica_sets(plane, name, namespace)
+        assert sets_before <= sets_after
+        assert len(sets_after - sets_before) == 1, "one new ReplicaSet"
         assert after["spec"]["replicas"] == 2, "the autoscaler's replica count is kept"
+        states = watch.states()
+        assert min(state.available for state in states) >= 2, f"a replica unavailable: {states}"
+        wait_condition(plane, name, namespace, "Ready", "True", "RuntimeReady")
 
         # The Go operator writes again (a rollback, say): taken over again, and what it
         # set that we do not render is pruned.
@@ -199,24 +231,27 @@ def test_switching_prunes_stale_values_and_keeps_what_others_own(
 def test_invalid_stored_runtimes_are_reported_untouched_and_recover(
     plane: ControlPlane, namespace: str, tmp_path: Path
 ) -> None:
-    base_url = runtime_manifest(
-        "url", namespace, provider={"type": "ollama", "model": "m", "baseURL": "localhost:11434"}
+    """Specs whose objects the API server refuses stay frozen (ADR 0024)."""
+    toleration = runtime_manifest(
+        "toleration",
+        namespace,
+        scheduling={"tolerations": [{"key": "gpu", "operator": "Exist"}]},
     )
     claims = runtime_manifest("claims", namespace, resources={"claims": [{"name": "GPU"}]})
     install_go_crd(plane)
-    for runtime in (base_url, claims):
+    for runtime in (toleration, claims):
         plane.kubectl("create", "-f", "-", input=json.dumps(runtime))
-    # What the Go operator rendered: ours for a valid twin, with the value it projects.
-    twin = must_get(plane, "trussiumruntime", "url", namespace)
-    twin["spec"]["provider"]["baseURL"] = "http://twin:11434"
+    # What the Go operator left: the objects of the spec before the toleration was added,
+    # since the API server refused its update of the Deployment.
+    twin = must_get(plane, "trussiumruntime", "toleration", namespace)
+    del twin["spec"]["scheduling"]
     objects = []
     for obj in render(twin):
-        if obj["kind"] == "ConfigMap":
-            obj["data"]["TRUSSIUM_PROVIDER__BASE_URL"] = "localhost:11434"
         go_create(plane, obj)
         objects.append(obj["kind"].lower())
     versions = {
-        k: must_get(plane, k, "url", namespace)["metadata"]["resourceVersion"] for k in objects
+        k: must_get(plane, k, "toleration", namespace)["metadata"]["resourceVersion"]
+        for k in objects
     }
     install_our_crd(plane)  # as the guide does before our controller starts
 
@@ -224,7 +259,7 @@ def test_invalid_stored_runtimes_are_reported_untouched_and_recover(
         plane, tmp_path / "controller.log", *scoped(namespace), no_go_exclusion(namespace)
     ):
         for name, path in (
-            ("url", "spec.provider.baseURL"),
+            ("toleration", "spec.scheduling.tolerations[0].operator"),
             ("claims", "spec.resources.claims[0].name"),
         ):
             runtime = wait_condition(
@@ -242,18 +277,19 @@ def test_invalid_stored_runtimes_are_reported_untouched_and_recover(
                 f"{name}: a Warning event",
             )
         for kind, version in versions.items():
-            live = must_get(plane, kind, "url", namespace)
+            live = must_get(plane, kind, "toleration", namespace)
             assert live["metadata"]["resourceVersion"] == version, f"{kind} was written"
 
         plane.kubectl(
-            "patch", "trussiumruntime", "url", "-n", namespace, "--type=merge",
-            "-p", '{"spec":{"provider":{"baseURL":"http://ollama:11434"}}}',
+            "patch", "trussiumruntime", "toleration", "-n", namespace, "--type=json",
+            "-p", '[{"op":"replace","path":"/spec/scheduling/tolerations/0/operator",'
+            '"value":"Exists"}]',
         )  # fmt: skip
         plane.kubectl(
             "patch", "trussiumruntime", "claims", "-n", namespace, "--type=json",
             "-p", '[{"op":"remove","path":"/spec/resources"}]',
         )  # fmt: skip
-        for name in ("url", "claims"):
+        for name in ("toleration", "claims"):
             wait_condition(
                 plane, name, namespace, "ConfigurationValid", "True", "ReferencesResolved"
             )
@@ -262,9 +298,165 @@ def test_invalid_stored_runtimes_are_reported_untouched_and_recover(
                 f"{name}: recovered",
             )
             assert reasons(plane, namespace, name).count("ConfigurationInvalid") == 1
-        config = must_get(plane, "configmap", "url", namespace)
-        assert config["data"]["TRUSSIUM_PROVIDER__BASE_URL"] == "http://ollama:11434"
-        assert GO_MANAGER not in managers(plane, "configmap", "url", namespace)
+        deployment = must_get(plane, "deployment", "toleration", namespace)
+        assert template(deployment)["spec"]["tolerations"] == [{"key": "gpu", "operator": "Exists"}]
+        assert GO_MANAGER not in managers(plane, "deployment", "toleration", namespace)
+
+
+APPARMOR = "container.apparmor.security.beta.kubernetes.io/trussium"
+SECCOMP = "container.seccomp.security.alpha.kubernetes.io/trussium"
+# The Go operator's sample (config/samples in its repository), which enables autoscaling
+# without a CPU request, as its documentation allows.
+GO_SAMPLE: Obj = {
+    "image": {"repository": "ghcr.io/trussiumhq/trussium", "tag": "v0.23.0"},
+    "replicas": 2,
+    "provider": {
+        "type": "ollama",
+        "model": "llama3.2",
+        "baseURL": "http://ollama.ollama.svc.cluster.local:11434/v1",
+    },
+    "runtime": {"shutdownDrainTimeoutSeconds": 30},
+    "service": {"type": "ClusterIP", "port": 9000},
+    "networkPolicy": {
+        "enabled": True,
+        "ingress": [
+            {
+                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "clients"}},
+                "podSelector": {"matchLabels": {"app.kubernetes.io/component": "gateway"}},
+            }
+        ],
+    },
+    "autoscaling": {"enabled": True, "minReplicas": 2, "maxReplicas": 5},
+    "podMetadata": {
+        "labels": {"team": "ai-platform"},
+        "annotations": {"example.com/owner": "inference"},
+    },
+    "scheduling": {
+        "nodeSelector": {"workload": "ai"},
+        "tolerations": [
+            {"key": "workload", "operator": "Equal", "value": "ai", "effect": "NoSchedule"}
+        ],
+    },
+}
+OLLAMA = {"type": "ollama", "model": "m"}
+# name -> (spec, the field path and the rule its warning names)
+STRICTER: dict[str, tuple[Obj, str, str]] = {
+    "go-sample": (GO_SAMPLE, "spec.autoscaling.enabled", "AutoscalingWithoutCPURequest"),
+    "reserved-label": (
+        {"podMetadata": {"labels": {"app.kubernetes.io/name": "legacy", "team": "a"}}},
+        "spec.podMetadata.labels[app.kubernetes.io/name]",
+        "ReservedPodLabel",
+    ),
+    "reserved-annotation": (
+        {"podMetadata": {"annotations": {"runtime.trussium.io/owner": "a"}}},
+        "spec.podMetadata.annotations[runtime.trussium.io/owner]",
+        "ReservedPodAnnotation",
+    ),
+    "security": (
+        {"podMetadata": {"annotations": {APPARMOR: "unconfined", SECCOMP: "unconfined"}}},
+        f"spec.podMetadata.annotations[{APPARMOR}]",
+        "SecurityProfileAnnotation",
+    ),
+    "credentials": (
+        {"provider": OLLAMA | {"baseURL": "https://user:s3cret@ollama.example/v1"}},
+        "spec.provider.baseURL",
+        "BaseURLCredentials",
+    ),
+    "image": (
+        {"image": {"repository": "Registry.Example.com/Trussium", "tag": "1.0.0"}},
+        "spec.image.repository",
+        "ImageReference",
+    ),
+    "scheme-less": (
+        {"provider": OLLAMA | {"baseURL": "localhost:11434"}},
+        "spec.provider.baseURL",
+        "BaseURLNotHTTP",
+    ),
+}
+
+
+@pytest.mark.api
+def test_stored_runtimes_breaking_only_stricter_rules_keep_being_reconciled(
+    plane: ControlPlane, namespace: str, tmp_path: Path
+) -> None:
+    """Each spec the Go CRD admits that breaks only a rule this project added: taken over
+    with no change but the scratch space every runtime gets, warned about (condition and
+    event), and an image bump still reaches its Deployment; a runtime beside them sees
+    nothing of it (ADR 0024)."""
+    manifests = {
+        name: runtime_manifest(name, namespace, **spec) for name, (spec, *_) in STRICTER.items()
+    }
+    bystander = runtime_manifest("bystander", namespace, provider=OLLAMA)
+    install_go_crd(plane)  # the only schema that admits a scheme-less base URL
+    plane.kubectl("create", "-f", "-", input=json.dumps(manifests.pop("scheme-less")))
+    install_our_crd(plane)
+    for manifest in (*manifests.values(), bystander):
+        plane.kubectl("create", "-f", "-", input=json.dumps(manifest))
+    names = [*STRICTER, "bystander"]
+    for name in names:
+        for obj in rendered(plane, name, namespace):
+            go_create(plane, obj)
+    go_era = {name: must_get(plane, "deployment", name, namespace) for name in names}
+
+    with running_controller(
+        plane, tmp_path / "controller.log", *scoped(namespace), no_go_exclusion(namespace)
+    ):
+        for name, (_, path, rule) in STRICTER.items():
+            runtime = wait_condition(
+                plane, name, namespace, "ConfigurationWarnings", "True", "AcceptedWithWarnings"
+            )
+            assert condition(runtime, "ConfigurationValid") == ("True", "ReferencesResolved")
+            warned = next(
+                c for c in runtime["status"]["conditions"] if c["type"] == "ConfigurationWarnings"
+            )
+            assert f"{path}: " in warned["message"], name
+            assert f"[{rule}]" in warned["message"], name
+            wait_for(
+                lambda n=name: "AcceptedWithWarnings" in reasons(plane, namespace, n),  # type: ignore[misc]
+                f"{name}: a Warning event",
+            )
+            wait_for(
+                lambda n=name: GO_MANAGER not in managers(plane, "deployment", n, namespace),  # type: ignore[misc]
+                f"{name}: taken over",
+            )
+        wait_for(
+            lambda: GO_MANAGER not in managers(plane, "deployment", "bystander", namespace),
+            "bystander: taken over",
+        )
+        for name in names:  # the scratch space (ADR 0019), and nothing else
+            deployment = must_get(plane, "deployment", name, namespace)
+            before = go_era[name]
+            assert deployment["metadata"]["generation"] == before["metadata"]["generation"] + 1
+            assert without_scratch(template(deployment)) == template(before), f"{name} changed"
+        seen = json.dumps(events(plane, namespace, "credentials")) + json.dumps(
+            must_get(plane, "trussiumruntime", "credentials", namespace)["status"]
+        )
+        assert "s3cret" not in seen
+
+        for name in STRICTER:
+            plane.kubectl(
+                "patch", "trussiumruntime", name, "-n", namespace, "--type=merge",
+                "-p", '{"spec":{"image":{"tag":"bumped"}}}',
+            )  # fmt: skip
+        for name in STRICTER:
+            wait_for(
+                lambda n=name: when(  # type: ignore[misc]
+                    plane, "deployment", n, namespace,
+                    lambda d: template(d)["spec"]["containers"][0]["image"].endswith(":bumped"),
+                ),
+                f"{name}: the image bump reached its Deployment",
+            )  # fmt: skip
+            assert reasons(plane, namespace, name).count("AcceptedWithWarnings") == 1
+
+        runtime = must_get(plane, "trussiumruntime", "bystander", namespace)
+        assert condition(runtime, "ConfigurationValid") == ("True", "ReferencesResolved")
+        assert condition(runtime, "ConfigurationWarnings") == ("", "")
+        assert "AcceptedWithWarnings" not in reasons(plane, namespace, "bystander")
+        deployment = must_get(plane, "deployment", "bystander", namespace)
+        assert (
+            deployment["metadata"]["generation"]
+            == go_era["bystander"]["metadata"]["generation"] + 1
+        )
 
 
 @pytest.mark.api

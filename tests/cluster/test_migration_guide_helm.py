@@ -20,8 +20,9 @@ from pathlib import Path
 import pytest
 
 from devcluster import ControlPlane
+from devcluster.controller_harness import get, must_get, runtime_manifest, wait_for
 from devcluster.hostoperator import CHART, CRD_NAME, HostOperator, install_crds
-from tests.support.controller_harness import get, must_get, runtime_manifest, wait_for
+from tests.support.doc_steps import run_step
 from tests.support.go_operator import (
     GO_LEASE,
     accepts_base_url,
@@ -29,7 +30,7 @@ from tests.support.go_operator import (
     hold_lease,
     rendered,
 )
-from tests.support.migration_guide import guide_steps, run_step
+from tests.support.migration_guide import guide_steps
 
 pytestmark = pytest.mark.cluster
 GO_CHART = Path(__file__).resolve().parents[1] / "fixtures" / "go-operator-chart"
@@ -67,16 +68,19 @@ def uid(plane: ControlPlane, kind: str, name: str, namespace: str = "") -> str:
 
 
 def kept(plane: ControlPlane, namespace: str) -> dict[str, str]:
-    """The uids of the CRD, the runtime and its workload, and its ReplicaSets."""
-    sets = plane.kubectl(
-        "get", "rs", "-n", namespace, "-l", "app.kubernetes.io/instance=chat", "-o", "name"
-    )
+    """The uids of the CRD, the runtime and its workload."""
     return {
         "crd": uid(plane, "crd", CRD_NAME),
         "runtime": uid(plane, "truntime", "chat", namespace),
         "deployment": uid(plane, "deployment", "chat", namespace),
-        "replicasets": " ".join(sorted(sets.stdout.split())),
     }
+
+
+def replica_sets(plane: ControlPlane, namespace: str) -> set[str]:
+    sets = plane.kubectl(
+        "get", "rs", "-n", namespace, "-l", "app.kubernetes.io/instance=chat", "-o", "name"
+    )
+    return set(sets.stdout.split())
 
 
 def ours_served(plane: ControlPlane) -> bool:
@@ -145,7 +149,8 @@ def our_release(plane: ControlPlane) -> Iterator[HostOperator]:
     )
     plane.helm(
         "install", OUR_RELEASE, str(CHART), "-n", OUR_NAMESPACE, "--create-namespace",
-        "--set", lease, "--set", f"webhook.urlOverride={operator.webhook_url}",
+        "--set", "crds.enabled=false", "--set", lease,
+        "--set", f"webhook.urlOverride={operator.webhook_url}",
     )  # fmt: skip
     with operator:
         yield operator
@@ -165,11 +170,14 @@ def test_the_helm_path_removes_the_go_release_and_keeps_every_runtime(
     plane: ControlPlane, namespace: str, go_helm_install: dict[str, str]
 ) -> None:
     steps = go_helm_install
-    before = kept(plane, namespace)
+    before, sets = kept(plane, namespace), replica_sets(plane, namespace)
     stop_go_and_switch(plane, steps)
     with our_release(plane):
         code, output = run_step(plane, steps["verify"])
         assert code == 0, output
+        new_sets = replica_sets(plane, namespace)
+        assert sets < new_sets
+        assert len(new_sets - sets) == 1, "one rollout, for the scratch space"
         code, output = run_step(plane, steps["remove-helm"])
         assert code == 0, output
 

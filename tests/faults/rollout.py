@@ -22,11 +22,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from common.api import TrussiumRuntime
-from common.defaulting import apply_defaults
-from common.render import render_managed_objects
 from devcluster import ControlPlane
-from tests.support.controller_harness import IMAGE, Obj, runtime_manifest
+from devcluster.controller_harness import IMAGE, Obj, runtime_manifest
+from trussium_operator.common.api import TrussiumRuntime
+from trussium_operator.common.defaulting import apply_defaults
+from trussium_operator.controller.kinds import render_managed_objects
 
 KINDS = {
     "ConfigMap": "configmaps",

@@ -5,7 +5,7 @@ import threading
 from pathlib import Path
 
 from devcluster import ControlPlane
-from tests.support.controller_harness import Controller
+from devcluster.controller_harness import Controller
 
 POLL_SECONDS = 0.2
 

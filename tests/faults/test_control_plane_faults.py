@@ -15,15 +15,15 @@ from pathlib import Path
 import pytest
 
 from devcluster import ControlPlane
-from tests.faults.rollout import apply_runtimes, ready_count, wait_converged
-from tests.faults.supervisor import Supervised
-from tests.support.controller_harness import (
+from devcluster.controller_harness import (
     Obj,
     audit_entries,
     now,
     scoped,
     wait_for,
 )
+from tests.faults.rollout import apply_runtimes, ready_count, wait_converged
+from tests.faults.supervisor import Supervised
 
 pytestmark = [pytest.mark.cluster, pytest.mark.faults]
 # 200 in the issue; TRUSSIUM_FAULT_RUNTIMES lowers it on a slow machine.

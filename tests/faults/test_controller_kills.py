@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from devcluster import ControlPlane
+from devcluster.controller_harness import Controller, running_controller, scoped
 from tests.faults.rollout import apply_runtimes, wait_converged
-from tests.support.controller_harness import Controller, running_controller, scoped
 
 pytestmark = [pytest.mark.cluster, pytest.mark.faults]
 KILLS = 30

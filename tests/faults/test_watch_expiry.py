@@ -10,10 +10,10 @@ from urllib.parse import urlsplit
 import pytest
 
 from devcluster import ControlPlane
+from devcluster.controller_harness import audit_entries, now, scoped, wait_for
 from tests.faults.proxy import Relay
 from tests.faults.rollout import apply_runtimes, wait_converged
 from tests.faults.supervisor import Supervised
-from tests.support.controller_harness import audit_entries, now, scoped, wait_for
 
 pytestmark = [pytest.mark.cluster, pytest.mark.faults]
 RUNTIMES = 10

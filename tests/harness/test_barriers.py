@@ -5,7 +5,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from tests.support.barriers import progress, wait_quiescent
+from devcluster.barriers import progress, wait_quiescent
 
 
 def scrape(depth: int, active: int, successes: int, errors: int = 0) -> str:

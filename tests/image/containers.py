@@ -23,6 +23,12 @@ from devcluster.components import locate_node
 from hack.image.oci import unpack
 
 RUNC_TIMEOUT_SECONDS = 60
+SCRATCH_MOUNT = {
+    "destination": "/tmp",
+    "type": "tmpfs",
+    "source": "tmpfs",
+    "options": ["nosuid", "nodev", "mode=1777", "size=64m"],
+}
 
 
 def runc() -> Path:
@@ -48,6 +54,7 @@ class Bundle:
         readonly: bool,
         uid: int | None,
         host_network: bool,
+        scratch: bool,
     ) -> None:
         config = copy.deepcopy(self.image_config)
         process = config["process"]
@@ -60,6 +67,8 @@ class Bundle:
         process["capabilities"] = {kind: [] for kind in process["capabilities"]}
         process["noNewPrivileges"] = True
         config["root"]["readonly"] = readonly
+        if scratch:  # what the operator's emptyDir gives the pod: a writable /tmp
+            config["mounts"] = [*config["mounts"], SCRATCH_MOUNT]
         if host_network:
             namespaces = config["linux"]["namespaces"]
             config["linux"]["namespaces"] = [n for n in namespaces if n["type"] != "network"]
@@ -76,9 +85,11 @@ class Bundle:
         readonly: bool = True,
         uid: int | None = None,
         host_network: bool = False,
+        scratch: bool = False,
     ) -> Iterator[tuple[str, subprocess.Popen[str]]]:
-        """`runc run` in the foreground; yields the container id and the process."""
-        self._configure(args, env or {}, readonly, uid, host_network)
+        """`runc run` in the foreground; yields the container id and the process.
+        With `scratch`, a tmpfs is mounted at /tmp."""
+        self._configure(args, env or {}, readonly, uid, host_network, scratch)
         container = f"trussium-image-test-{secrets.token_hex(4)}"
         process = subprocess.Popen(
             self._argv("run", "--bundle", str(self.path), container),

@@ -10,10 +10,10 @@ from typing import Any
 
 import yaml
 
-from common import constants as c
-from common.api import TrussiumRuntime
-from common.defaulting import apply_defaults
-from common.render import config_data
+from trussium_operator.common import constants as c
+from trussium_operator.common.api import TrussiumRuntime
+from trussium_operator.common.defaulting import apply_defaults
+from trussium_operator.common.render import config_data
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 API_KEY = "sk-standin-test-0123456789"
@@ -50,5 +50,12 @@ def live(port: int) -> bool:
         return False
 
 
-def draining(port: int) -> bool:
-    return get(port, c.READY_PATH)[0] == 503
+def refused(port: int) -> bool:
+    """Whether a new connection is refused (the listener is closed)."""
+    try:
+        get(port, c.LIVE_PATH)
+    except ConnectionRefusedError:
+        return True
+    except urllib.error.URLError as error:
+        return isinstance(error.reason, ConnectionRefusedError)
+    return False

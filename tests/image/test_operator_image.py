@@ -81,7 +81,7 @@ def test_named_as_the_chart_installs_it(image: Image) -> None:
 def test_python_is_the_dockerfiles_minor_version(tarball: Path) -> None:
     members = layer_members(tarball)
     assert f"usr/bin/python{PYTHON}" in members
-    assert f"{SITE}/webhook/__init__.py" in members
+    assert f"{SITE}/trussium_operator/webhook/__init__.py" in members
 
 
 def test_console_scripts_run_the_image_python(tarball: Path) -> None:
@@ -102,7 +102,11 @@ def test_project_bytecode_is_compiled_at_build_time(tarball: Path) -> None:
     """The root filesystem is read-only at run time: no .pyc could be written then."""
     members = layer_members(tarball)
     tag = f"cpython-{PYTHON.replace('.', '')}"
-    sources = [p for p in members if p.startswith(f"{SITE}/webhook/") and p.endswith(".py")]
+    sources = [
+        p
+        for p in members
+        if p.startswith(f"{SITE}/trussium_operator/webhook/") and p.endswith(".py")
+    ]
     assert sources
     for source in sources:
         directory, _, name = source.rpartition("/")

@@ -7,9 +7,9 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from controller.kube import Kube
-from controller.tokenbucket import TokenBucket
 from tests.support.fake_apiserver import FakeApiServer
+from trussium_operator.controller.machinery.kube import Kube
+from trussium_operator.controller.machinery.tokenbucket import TokenBucket
 
 PATH = "/api/v1/configmaps"
 

@@ -6,6 +6,7 @@ on demand."""
 
 import asyncio
 import functools
+import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -13,19 +14,28 @@ from typing import Any
 import pytest
 from prometheus_client import REGISTRY, generate_latest
 
-from common import constants as c
-from common.api import TrussiumRuntime
-from common.defaulting import apply_defaults
-from common.managed_fields import GO_OPERATOR_MANAGER
-from common.render import render_managed_objects
-from controller import informer, metrics
-from controller.backoff import Backoff
-from controller.kube import APPLY_PATCH, JSON_PATCH, TransportError
-from controller.manager import Manager, Options
-from tests.support.barriers import until, until_quiescent
-from tests.support.controller_harness import condition, runtime_manifest
+from devcluster.barriers import until, until_quiescent
+from devcluster.controller_harness import condition, runtime_manifest
 from tests.support.fakekube import FakeKube, Obj
 from tests.support.parse_count import counting_parses
+from trussium_operator.common import constants as c
+from trussium_operator.common import validation
+from trussium_operator.common.api import TrussiumRuntime
+from trussium_operator.common.defaulting import apply_defaults
+from trussium_operator.common.images import render_image
+from trussium_operator.common.managed_fields import GO_OPERATOR_MANAGER
+from trussium_operator.controller import reconciler, validated
+from trussium_operator.controller.kinds import render_managed_objects
+from trussium_operator.controller.machinery import informer, metrics
+from trussium_operator.controller.machinery.backoff import Backoff
+from trussium_operator.controller.machinery.kube import (
+    APPLY_PATCH,
+    JSON_PATCH,
+    ApiError,
+    TransportError,
+)
+from trussium_operator.controller.manager import Manager, Options
+from trussium_operator.controller.metrics import CONTROLLER, QUEUE
 
 NS = "team"
 MANAGED = ("ConfigMap", "ServiceAccount", "Service", "Deployment", "PodDisruptionBudget")
@@ -57,13 +67,12 @@ class Running:
 
 
 def counter(result: str) -> float:
-    labels = {"controller": metrics.CONTROLLER, "result": result}
+    labels = {"controller": CONTROLLER, "result": result}
     return REGISTRY.get_sample_value("controller_runtime_reconcile_total", labels) or 0.0
 
 
-def errors() -> float:
-    labels = {"controller": metrics.CONTROLLER}
-    return REGISTRY.get_sample_value("controller_runtime_reconcile_errors_total", labels) or 0.0
+def errors(name: str = "controller_runtime_reconcile_errors_total") -> float:
+    return REGISTRY.get_sample_value(name, {"controller": CONTROLLER}) or 0.0
 
 
 @pytest.fixture
@@ -71,7 +80,7 @@ async def running(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Running]:
     # client-go's relist delay (0.4 s and up) would dominate these tests; the rule is the same.
     monkeypatch.setattr(informer, "Backoff", functools.partial(Backoff, base=0.01, cap=0.05))
     # The queue depth gauge is process-wide: a previous test's manager may have left a value.
-    metrics.WORKQUEUE_DEPTH.labels(metrics.QUEUE).set(0)
+    metrics.WORKQUEUE_DEPTH.labels(QUEUE).set(0)
     fake = FakeKube()
     manager = Manager(fake, Options(health_address="0", metrics_address="0"))
     stop = asyncio.Event()
@@ -212,6 +221,38 @@ async def test_a_broken_connection_is_counted_and_retried_not_reported(running: 
     assert errors() == failures + 2
     assert "ReconciliationFailed" not in running.reasons()
     assert condition(running.runtime(), "Degraded") == ("False", "AsExpected")
+
+
+async def test_an_unexpected_exception_is_a_panic_an_error_and_retried(
+    running: Running, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What controller-runtime does with a panic it recovers: counted in
+    reconcile_panics_total and as an error, and retried; never a terminal error."""
+    counts = {
+        name: errors(name)
+        for name in (
+            "controller_runtime_reconcile_errors_total",
+            "controller_runtime_reconcile_panics_total",
+            "controller_runtime_terminal_reconcile_errors_total",
+        )
+    }
+    raised: list[ValueError] = []
+
+    def buggy_once(*args: Any) -> Any:
+        if not raised:
+            raised.append(ValueError("a bug"))
+            raise raised[0]
+        return render_image(*args)
+
+    monkeypatch.setattr(reconciler, "render_image", buggy_once)
+    running.fake.apply(runtime_manifest("rt", NS))
+    await reconciled(running)
+    assert raised
+    assert {name: errors(name) - before for name, before in counts.items()} == {
+        "controller_runtime_reconcile_errors_total": 1,
+        "controller_runtime_reconcile_panics_total": 1,
+        "controller_runtime_terminal_reconcile_errors_total": 0,
+    }
 
 
 async def test_a_sidecar_removal_that_loses_a_race_is_retried_quietly(running: Running) -> None:
@@ -356,3 +397,53 @@ async def test_each_reconcile_parses_its_runtime_once(running: Running) -> None:
     reconciles = counter("success") - before
     assert reconciles >= 1
     assert (len(parses.objects), parses.spec_models) == (reconciles, reconciles + 1)
+
+
+async def test_a_rollout_validates_its_new_generation_once(
+    running: Running, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The reconciles of one rollout (the apply, then each Deployment status change)
+    read one generation, whose status writes move the resourceVersion: one validation."""
+    fake = running.fake
+    fake.apply(runtime_manifest("rt", NS))
+    await reconciled(running)
+    generations: list[int] = []
+
+    def counting(obj: Any, *args: Any, **kwargs: Any) -> validation.ValidationResult:
+        generations.append(obj["metadata"]["generation"])
+        return validation.validate_runtime(obj, *args, **kwargs)
+
+    monkeypatch.setattr(validated, "validate_runtime", counting)
+    before = counter("success")
+    fake.apply(runtime_manifest("rt", NS, replicas=2))
+    await running.condition("Ready", "False", "RuntimeNotReady")
+    roll_out(fake)
+    runtime = await running.condition("Ready", "True", "RuntimeReady")
+    await running.quiescent()
+    assert counter("success") - before >= 2
+    assert generations == [runtime["metadata"]["generation"]]
+
+
+async def test_the_log_says_status_updated_exactly_when_the_status_was_written(
+    running: Running, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A second identical failure posts its Event but leaves the status as it is: no
+    "status updated" line for it."""
+    fake = running.fake
+    fake.apply(runtime_manifest("rt", NS))
+    await reconciled(running)
+    caplog.set_level(logging.INFO, logger="controller.reconciler")
+    caplog.clear()
+    since = len(fake.calls)
+    forbidden = ApiError(403, "Forbidden", "deployments is forbidden")
+    fake.fail(lambda call: call.method == "PATCH" and "/deployments/rt" in call.path, forbidden, 2)
+    fake.apply(runtime_manifest("rt", NS, replicas=2))
+    await until(
+        lambda: (fake.get("Deployment", NS, "rt") or {})["spec"].get("replicas") == 2,
+        "the new replica count applied after two failures",
+    )
+    await running.quiescent()
+    assert running.reasons().count("ReconciliationFailed") == 2
+    writes = [call for call in fake.calls[since:] if status_put("rt")(call)]
+    logged = [r for r in caplog.records if r.getMessage() == "status updated"]
+    assert len(logged) == len(writes)

@@ -1,4 +1,4 @@
-"""The Secret cache keeps only referenced Secrets (controller/referenced_secrets.py), yet a
+"""The Secret cache keeps only referenced Secrets (controller/secret_presence.py), yet a
 runtime never reads a Secret that exists as missing: the whole controller against the
 in-memory API server, with the lookup of a Secret referenced after the list held at
 will to race a watch event."""
@@ -11,16 +11,19 @@ from typing import Any
 import pytest
 from prometheus_client import REGISTRY, generate_latest
 
-from controller import informer, metrics
-from controller.backoff import Backoff
-from controller.kube import SECRETS, ApiError, TransportError
-from controller.manager import Manager, Options
-from controller.referenced_secrets import Presence
-from tests.support.barriers import until, until_quiescent
-from tests.support.controller_harness import condition, runtime_manifest
+from devcluster.barriers import until, until_quiescent
+from devcluster.controller_harness import condition, runtime_manifest
 from tests.support.fakekube import FakeKube, Obj
+from trussium_operator.controller.machinery import informer, metrics
+from trussium_operator.controller.machinery.backoff import Backoff
+from trussium_operator.controller.machinery.kube import SECRETS, ApiError, TransportError
+from trussium_operator.controller.machinery.names import NamespacedName
+from trussium_operator.controller.manager import Manager, Options
+from trussium_operator.controller.metrics import QUEUE
+from trussium_operator.controller.referenced_secrets import Presence
 
 NS = "team"
+API_KEY = NamespacedName(NS, "api-key")
 CREDENTIALS = {
     "type": "openai",
     "model": "m",
@@ -67,7 +70,7 @@ def fake() -> FakeKube:
 async def start(fake: FakeKube, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Start]:
     """Start the controller once the test has put what it wants in place before it."""
     monkeypatch.setattr(informer, "Backoff", functools.partial(Backoff, base=0.01, cap=0.05))
-    metrics.WORKQUEUE_DEPTH.labels(metrics.QUEUE).set(0)
+    metrics.WORKQUEUE_DEPTH.labels(QUEUE).set(0)
     stop = asyncio.Event()
     tasks: list[asyncio.Task[int]] = []
 
@@ -97,7 +100,7 @@ async def test_only_referenced_secrets_are_cached_whether_listed_or_watched(
     assert secret_lists(fake) == 0  # filtering by an index not filled yet would drop api-key
     runtimes_listed.release()
     manager = await starting
-    store = manager.caches.secrets.store
+    store = manager.secrets.cache.store
     assert len(store) == 1  # the list kept the one referenced Secret
     await reads(fake, "True", "ReferencesResolved")
     assert lookups(fake) == []  # the list came after the runtimes: nothing to look up
@@ -122,7 +125,7 @@ async def test_only_referenced_secrets_are_cached_whether_listed_or_watched(
     await until(lambda: secret_lists(fake) > listed and manager.ready(), "a relist")
     await quiescent()
     assert len(store) == 1
-    assert store.get(NS, "api-key") is not None
+    assert store.get(NamespacedName(NS, "api-key")) is not None
 
 
 async def test_a_secret_referenced_after_the_list_is_looked_up_not_read_as_missing(
@@ -130,13 +133,13 @@ async def test_a_secret_referenced_after_the_list_is_looked_up_not_read_as_missi
 ) -> None:
     fake.create(secret("api-key"))
     manager = await start()
-    assert len(manager.caches.secrets.store) == 0  # nobody referenced it at the list
+    assert len(manager.secrets.cache.store) == 0  # nobody referenced it at the list
 
     fake.apply(referencing())
     await reads(fake, "True", "ReferencesResolved")
     assert lookups(fake) == [f"GET {SECRETS.path(NS)}"]
     assert all(";as=PartialObjectMetadata" in c.accept for c in fake.calls if "/secrets" in c.path)
-    assert len(manager.caches.secrets.store) == 1
+    assert len(manager.secrets.cache.store) == 1
 
 
 async def test_a_secret_found_while_the_list_runs_stays_though_the_list_passed_it_over(
@@ -153,7 +156,7 @@ async def test_a_secret_found_while_the_list_runs_stays_though_the_list_passed_i
     second_page.release()
     manager = await starting
     await reads(fake, "True", "ReferencesResolved")
-    assert manager.caches.referenced_secrets.presence(NS, "api-key") is Presence.PRESENT
+    assert manager.secrets.presence(API_KEY) is Presence.PRESENT
 
 
 async def test_a_secret_created_after_its_runtime_resolves_it(fake: FakeKube, start: Start) -> None:
@@ -162,7 +165,7 @@ async def test_a_secret_created_after_its_runtime_resolves_it(fake: FakeKube, st
     await reads(fake, "False", "SecretNotFound")  # the lookup answered: it does not exist
     fake.create(secret("api-key"))
     await reads(fake, "True", "ReferencesResolved")
-    assert manager.caches.referenced_secrets.presence(NS, "api-key") is Presence.PRESENT
+    assert manager.secrets.presence(API_KEY) is Presence.PRESENT
 
 
 async def test_a_deleted_secret_is_reported_and_an_unreferenced_one_forgotten(
@@ -184,7 +187,7 @@ async def test_a_deleted_secret_is_reported_and_an_unreferenced_one_forgotten(
     }
     fake.apply(referencing(provider=other))
     await reads(fake, "True", "ReferencesResolved")
-    store = manager.caches.secrets.store
+    store = manager.secrets.cache.store
     assert [s["metadata"]["name"] for s in store.values()] == ["other-key"]
 
 
@@ -214,7 +217,7 @@ async def test_a_lookup_answer_older_than_a_watch_event_is_discarded(
     await reads(fake, "False", "SecretNotFound")
     release.set()
     await quiescent()
-    assert manager.caches.referenced_secrets.presence(NS, "api-key") is Presence.MISSING
+    assert manager.secrets.presence(API_KEY) is Presence.MISSING
     await reads(fake, "False", "SecretNotFound")
 
 

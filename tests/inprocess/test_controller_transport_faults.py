@@ -12,18 +12,19 @@ from collections.abc import AsyncIterator, Callable
 
 import pytest
 
-from controller import manager as manager_module
-from controller.backoff import Backoff
-from controller.informer import Informer
-from controller.kube import SECRETS, Resource
-from controller.leader import LeaderElector, LeadershipLostError, Timing
-from controller.manager import Manager, Options
-from controller.names import NamespacedName
-from controller.reconciler import Reconciler
 from devcluster.layout import free_port
 from tests.support.fake_apiserver import FakeApiServer, Lease, Watch
+from trussium_operator.controller import manager as manager_module
+from trussium_operator.controller.machinery.backoff import Backoff
+from trussium_operator.controller.machinery.informer import Informer
+from trussium_operator.controller.machinery.kube import SECRETS, Resource
+from trussium_operator.controller.machinery.leader import LeaderElector, LeadershipLostError, Timing
+from trussium_operator.controller.machinery.names import NamespacedName
+from trussium_operator.controller.manager import Manager, Options
+from trussium_operator.controller.reconciler import Reconciler
 
 FAST = Timing(lease_duration=3.0, renew_deadline=2.0, retry_period=0.2)
+LOCK = NamespacedName("ns", "lock")
 CONFIGMAPS = Resource("v1", "ConfigMap", "configmaps")
 
 
@@ -95,7 +96,7 @@ FAILURES = [Lease.DROP, Lease.TRUNCATE, Lease.ERROR, Lease.HANG]
 async def test_renewals_that_fail_in_every_way_are_retried_inside_the_deadline(
     server: FakeApiServer,
 ) -> None:
-    elector = LeaderElector(server.kube(), "ns", "lock", "me", FAST)
+    elector = LeaderElector(server.kube(), LOCK, "me", FAST)
     await elector.acquire()
     holding = asyncio.create_task(elector.hold())
     try:
@@ -116,7 +117,7 @@ async def test_renewals_that_fail_in_every_way_are_retried_inside_the_deadline(
 async def test_the_leader_steps_down_when_the_renew_deadline_has_really_passed(
     server: FakeApiServer, failure: Lease
 ) -> None:
-    elector = LeaderElector(server.kube(), "ns", "lock", "me", FAST)
+    elector = LeaderElector(server.kube(), LOCK, "me", FAST)
     try:
         await elector.acquire()
         holding = asyncio.create_task(elector.hold())
@@ -137,7 +138,7 @@ async def test_a_standby_keeps_trying_to_acquire_through_every_failure(
     server: FakeApiServer,
 ) -> None:
     server.script.leases.extend(FAILURES)
-    elector = LeaderElector(server.kube(), "ns", "lock", "me", FAST)
+    elector = LeaderElector(server.kube(), LOCK, "me", FAST)
     try:
         await asyncio.wait_for(elector.acquire(), 20)
         assert server.lease is not None
@@ -323,7 +324,7 @@ async def test_a_worker_that_meets_an_invalid_lease_keeps_the_key_and_keeps_work
     clock = FakeClock()
     kube = server.kube()
     manager = Manager(kube, leader_options())
-    manager.elector = LeaderElector(kube, "ns", "lock", "me", FAST, clock=clock)
+    manager.elector = LeaderElector(kube, LOCK, "me", FAST, clock=clock)
     manager.reconciler = recording = Recording()
     try:
         await manager.elector.acquire()

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from cmdline.kubeconfig import new_api_client
-from controller.kube import Kube, TransportError
 from tests.support.fake_apiserver import FakeApiServer
+from trussium_operator.cmdline.kubeconfig import new_api_client
+from trussium_operator.controller.machinery.kube import Kube, TransportError
 
 PATH = "/api/v1/configmaps"
 PROXY_VARIABLES = ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "no_proxy", "NO_PROXY")

@@ -6,12 +6,16 @@ every node test skips with the one-line reason.
 """
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from devcluster import ControlPlane, Profile
+from devcluster.controller_harness import running_controller, scoped
+from devcluster.hostoperator import install_crds
 from devcluster.node import unsupported_reason
 from tests.conftest import PLANE_KEY
+from tests.node.runtime_image import import_standin
 
 
 @pytest.fixture(scope="session")
@@ -30,3 +34,17 @@ def plane(node_plane: ControlPlane, request: pytest.FixtureRequest) -> ControlPl
         pytest.fail("a test under tests/node must be marked node", pytrace=False)
     request.node.stash[PLANE_KEY] = node_plane
     return node_plane
+
+
+@pytest.fixture(scope="module")
+def standin(node_plane: ControlPlane) -> None:
+    """The CRD installed and the stand-in runtime image in the node's containerd."""
+    install_crds(node_plane)
+    import_standin(node_plane)
+
+
+@pytest.fixture
+def controller(plane: ControlPlane, namespace: str, tmp_path: Path) -> Iterator[None]:
+    """The real controller on the host, confined to the test's namespace."""
+    with running_controller(plane, tmp_path / "controller.log", *scoped(namespace)):
+        yield

@@ -13,9 +13,7 @@ from pathlib import Path
 import pytest
 
 from devcluster import ControlPlane
-from devcluster.node import build_image
-from tests.node.runtime_image import STANDIN_REPOSITORY, STANDIN_TAG, import_standin
-from tests.support.controller_harness import (
+from devcluster.controller_harness import (
     Obj,
     apply,
     condition,
@@ -24,6 +22,8 @@ from tests.support.controller_harness import (
     wait_condition,
     wait_for,
 )
+from devcluster.node import build_image
+from tests.node.runtime_image import STANDIN_REPOSITORY, STANDIN_TAG, import_standin
 
 pytestmark = pytest.mark.node
 REPO = Path(__file__).resolve().parents[2]
@@ -207,7 +207,7 @@ def test_a_webhook_rollout_restart_fails_no_admission(
 
 def test_helm_upgrade_then_uninstall(plane: ControlPlane, release: str, namespace: str) -> None:
     plane.helm(
-        "upgrade", release, str(CHART), "--namespace", NAMESPACE, "--reuse-values",
+        "upgrade", release, str(CHART), "--namespace", NAMESPACE, "--reset-then-reuse-values",
         "--set", "logLevel=debug", "--wait", f"--timeout={INSTALL_TIMEOUT}",
         timeout=float(INSTALL_TIMEOUT.removesuffix("s")) + 60,
     )  # fmt: skip
@@ -220,5 +220,5 @@ def test_helm_upgrade_then_uninstall(plane: ControlPlane, release: str, namespac
     plane.helm("uninstall", release, "--namespace", NAMESPACE, "--wait")
     assert deployments(plane) == []
     assert webhook_configurations(plane) == []
-    # The CRD stays (Helm never deletes crds/), and with no webhook left, so do admissions.
+    # The CRD stays (crds.keep), and with no webhook left, so do admissions.
     plane.kubectl("get", "crd", "trussiumruntimes.runtime.trussium.io")

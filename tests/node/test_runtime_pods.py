@@ -6,123 +6,44 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
 
 from devcluster import ControlPlane
+from devcluster.controller_harness import (
+    Obj,
+    apply,
+    get,
+    must_get,
+    wait_condition,
+    wait_for,
+)
 from devcluster.flags import MUTATING_ADMISSION_POLICY_GROUP, mutating_admission_policy_version
-from devcluster.hostoperator import install_crds
+from tests.node.pods import (
+    ROLLOUT_SECONDS,
+    container_process,
+    image,
+    pods,
+    ready_pods,
+    standin_runtime,
+    wait_ready,
+    wait_single_pod,
+)
 from tests.node.runtime_image import (
     MISSING_TAG,
     STANDIN_REPOSITORY,
     STANDIN_TAG,
     UPGRADE_TAG,
-    import_standin,
     pin_by_digest,
 )
-from tests.support.controller_harness import (
-    Obj,
-    apply,
-    condition,
-    get,
-    must_get,
-    running_controller,
-    runtime_manifest,
-    scoped,
-    wait_condition,
-    wait_for,
-)
 
-pytestmark = pytest.mark.node
+pytestmark = [pytest.mark.node, pytest.mark.usefixtures("standin")]
 SAMPLES = Path(__file__).resolve().parents[1] / "samples" / "valid"
 CHECKSUM = "runtime.trussium.io/config-checksum"
-SELECTOR = "app.kubernetes.io/instance"
-ROLLOUT_SECONDS = 180.0
-# Pod deletions wait for the runtime's drain; one second keeps rollouts quick.
-QUICK_DRAIN = {"shutdownDrainTimeoutSeconds": 1}
 # A short Deployment progress deadline, so a stuck rollout fails within the test.
 SHORT_DEADLINE_SECONDS = 20
-
-
-@pytest.fixture(scope="module", autouse=True)
-def standin(node_plane: ControlPlane) -> None:
-    install_crds(node_plane)
-    import_standin(node_plane)
-
-
-@pytest.fixture
-def controller(plane: ControlPlane, namespace: str, tmp_path: Path) -> Iterator[None]:
-    with running_controller(plane, tmp_path / "controller.log", *scoped(namespace)):
-        yield
-
-
-def image(tag: str) -> str:
-    return f"{STANDIN_REPOSITORY}:{tag}"
-
-
-def standin_runtime(name: str, namespace: str, tag: str = STANDIN_TAG, **spec: Any) -> Obj:
-    spec.setdefault("runtime", QUICK_DRAIN)
-    return runtime_manifest(
-        name, namespace, image={"repository": STANDIN_REPOSITORY, "tag": tag}, **spec
-    )
-
-
-def pods(plane: ControlPlane, name: str, namespace: str) -> list[Obj]:
-    answer = plane.kubectl("get", "pods", "-n", namespace, "-l", f"{SELECTOR}={name}", "-o", "json")
-    items: list[Obj] = json.loads(answer.stdout)["items"]
-    return [p for p in items if not p["metadata"].get("deletionTimestamp")]
-
-
-def ready_pods(plane: ControlPlane, name: str, namespace: str) -> list[Obj]:
-    def ready(pod: Obj) -> bool:
-        conditions = pod.get("status", {}).get("conditions") or []
-        return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
-
-    return [p for p in pods(plane, name, namespace) if ready(p)]
-
-
-def wait_ready(plane: ControlPlane, name: str, namespace: str, image: str) -> Obj:
-    """Ready=True for the current generation with `image` rolled out."""
-
-    def check() -> Obj | None:
-        runtime = get(plane, "trussiumruntime", name, namespace) or {}
-        status = runtime.get("status") or {}
-        done = (
-            condition(runtime, "Ready") == ("True", "RuntimeReady")
-            and status.get("observedGeneration") == runtime.get("metadata", {}).get("generation")
-            and status.get("currentImage") == image
-        )
-        return runtime if done else None
-
-    return wait_for(check, f"{namespace}/{name} Ready with {image}", ROLLOUT_SECONDS)
-
-
-def wait_single_pod(plane: ControlPlane, name: str, namespace: str, other_than: str = "") -> Obj:
-    """The one live pod of the runtime, Ready, once every other pod is gone."""
-
-    def check() -> Obj | None:
-        live, ready = pods(plane, name, namespace), ready_pods(plane, name, namespace)
-        only = len(live) == 1 and len(ready) == 1
-        return ready[0] if only and ready[0]["metadata"]["name"] != other_than else None
-
-    return wait_for(check, f"one Ready pod of {name} (not {other_than!r})", ROLLOUT_SECONDS)
-
-
-def container_process(plane: ControlPlane, pod: Obj) -> int:
-    """The host pid of the pod's runtime container (as containerd reports it)."""
-    container_id = pod["status"]["containerStatuses"][0]["containerID"]
-    tasks = subprocess.run(
-        plane.node.ctr("tasks", "list"), capture_output=True, text=True, check=True
-    ).stdout
-    for line in tasks.splitlines()[1:]:
-        task, pid, state = line.split()[:3]
-        if f"containerd://{task}" == container_id and state == "RUNNING":
-            return int(pid)
-    raise AssertionError(f"{container_id} is not running in containerd:\n{tasks}")
 
 
 def proc_status(pid: int) -> dict[str, str]:

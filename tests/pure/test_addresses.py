@@ -2,7 +2,7 @@
 
 import pytest
 
-from cmdline.addresses import split_address
+from trussium_operator.cmdline.addresses import split_address
 
 
 @pytest.mark.parametrize(

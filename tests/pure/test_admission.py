@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from common import admission
+from trussium_operator.common import admission
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID
 from cryptography.x509.verification import PolicyBuilder, Store, VerificationError
 
-from certs.authority import (
+from trussium_operator.certs.authority import (
     CertificateError,
     decode_certificates,
     decode_key_pair,

@@ -10,8 +10,8 @@ import pytest
 from cryptography import x509
 from cryptography.x509.verification import PolicyBuilder, Store
 
-from certs.authority import decode_certificates
-from certs.cli import main_certs
+from trussium_operator.certs.authority import decode_certificates
+from trussium_operator.certs.cli import main_certs
 
 
 def verify_for_loopback(folder: Path) -> x509.Certificate:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import stat
 from pathlib import Path
 
-from certs.files import BundleFiles, read_bundle, write_bundle
+from trussium_operator.certs.files import BundleFiles, read_bundle, write_bundle
 
 BUNDLE = BundleFiles(b"CERT-1\n", b"KEY-1\n", b"CA-1\n")
 

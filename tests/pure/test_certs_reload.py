@@ -16,9 +16,14 @@ from pathlib import Path
 import pytest
 from cryptography import x509
 
-from certs.authority import CertificateError, KeyPair, generate_ca, issue_serving_certificate
-from certs.files import BundleFiles, write_bundle
-from certs.reload import ReloadingTLS
+from trussium_operator.certs.authority import (
+    CertificateError,
+    KeyPair,
+    generate_ca,
+    issue_serving_certificate,
+)
+from trussium_operator.certs.files import BundleFiles, write_bundle
+from trussium_operator.certs.reload import ReloadingTLS
 
 NOW = datetime.now(UTC)
 
@@ -128,7 +133,7 @@ async def test_corrupted_files_keep_the_served_certificate(
     key_file = served.folder / "tls.key"
     good_key = key_file.read_bytes()
     key_file.write_bytes(good_key[:100])
-    with caplog.at_level(logging.WARNING, logger="certs.reload"):
+    with caplog.at_level(logging.WARNING, logger="trussium_operator.certs.reload"):
         assert not served.tls.reload()
     assert "keeping the served certificate" in caplog.text
     assert good_key[40:90].decode() not in caplog.text
@@ -184,6 +189,34 @@ async def test_tls_1_1_clients_are_refused(served: Served, tmp_path: Path) -> No
 
     with pytest.raises((ssl.SSLError, ConnectionError)):
         await tls11_handshake(served.port, served.ca)
+
+
+def tls12_client(ca: KeyPair, ciphers: str) -> ssl.SSLContext:
+    context = client_context(ca)
+    context.maximum_version = ssl.TLSVersion.TLSv1_2
+    context.set_ciphers(ciphers)
+    return context
+
+
+async def tls12_cipher(port: int, ca: KeyPair, ciphers: str) -> str:
+    """The TLS 1.2 suite the server picks from the client's offer."""
+    _, writer = await asyncio.open_connection(
+        "127.0.0.1", port, ssl=tls12_client(ca, ciphers), server_hostname="127.0.0.1"
+    )
+    cipher = writer.get_extra_info("cipher")
+    writer.close()
+    return str(cipher[0])
+
+
+async def test_tls_1_2_serves_aead_suites_only(served: Served) -> None:
+    for offer in ("ECDHE-ECDSA-AES128-GCM-SHA256", "ECDHE-ECDSA-CHACHA20-POLY1305"):
+        assert await tls12_cipher(served.port, served.ca, offer) == offer
+    # A client that offers nothing but CBC suites (which OpenSSL's defaults still
+    # accept over TLS 1.2) gets no handshake at all.
+    with pytest.raises((ssl.SSLError, ConnectionError)):
+        await tls12_cipher(
+            served.port, served.ca, "ECDHE-ECDSA-AES128-SHA256:ECDHE-ECDSA-AES256-SHA"
+        )
 
 
 def test_a_folder_without_a_usable_pair_is_a_clear_error(tmp_path: Path) -> None:

@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from certs.authority import CertificateError, is_issued_by
-from certs.rotation import Lifetimes, TLSMaterial, rotate
+from trussium_operator.certs.authority import CertificateError, is_issued_by
+from trussium_operator.certs.rotation import Lifetimes, TLSMaterial, rotate
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 DNS = ["trussium-webhook.ops.svc"]

@@ -4,7 +4,7 @@ import hashlib
 
 import pytest
 
-from common.render import config_checksum
+from trussium_operator.common.render import config_checksum
 
 
 def sha256(encoded: str) -> str:

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from cmdline.options import env_name
-from controller import cli as controller_cli
-from webhook import cli as webhook_cli
+from trussium_operator.cmdline.options import env_name
+from trussium_operator.controller import cli as controller_cli
+from trussium_operator.webhook import cli as webhook_cli
 
 SCRIPTS = Path(sys.executable).parent
 PROGRAMS = ["trussium-webhook", "trussium-controller"]

@@ -3,7 +3,8 @@
 import copy
 from typing import Any
 
-from controller.applied import AppliedObjects
+from trussium_operator.controller.applied import AppliedObjects
+from trussium_operator.controller.machinery.names import NamespacedName
 
 RENDERED: dict[str, Any] = {
     "apiVersion": "apps/v1",
@@ -46,5 +47,5 @@ def test_any_edit_deletion_or_new_rendering_is_applied() -> None:
 
 def test_forgetting_a_runtime_drops_its_objects() -> None:
     applied = remembered()
-    applied.forget("ns", "rt")
+    applied.forget(NamespacedName("ns", "rt"))
     assert not applied.unchanged(RENDERED, answer())

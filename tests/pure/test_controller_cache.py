@@ -2,7 +2,8 @@
 
 from typing import Any
 
-from controller.cache import LAST_APPLIED, Store, identity_only
+from trussium_operator.controller.machinery.cache import LAST_APPLIED, Store, identity_only
+from trussium_operator.controller.machinery.names import NamespacedName
 
 
 def obj(name: str, version: str, **meta: Any) -> dict[str, Any]:
@@ -17,7 +18,7 @@ def test_cached_objects_lose_managed_fields_and_the_last_applied_copy() -> None:
     store.upsert(
         obj("a", "1", managedFields=[{"manager": "m"}], annotations={LAST_APPLIED: "{}", "k": "v"})
     )
-    cached = store.get("ns", "a") or {}
+    cached = store.get(NamespacedName("ns", "a")) or {}
     assert "managedFields" not in cached["metadata"]
     assert cached["metadata"]["annotations"] == {"k": "v"}
     assert cached["spec"] == {"x": 1}
@@ -26,7 +27,7 @@ def test_cached_objects_lose_managed_fields_and_the_last_applied_copy() -> None:
 def test_secret_identity_keeps_nothing_but_identity() -> None:
     store = Store(identity_only)
     store.upsert(obj("s", "1", uid="u", labels={"a": "b"}, annotations={LAST_APPLIED: "data"}))
-    assert store.get("ns", "s") == {
+    assert store.get(NamespacedName("ns", "s")) == {
         "metadata": {"name": "s", "namespace": "ns", "uid": "u", "resourceVersion": "1"}
     }
 
@@ -42,5 +43,5 @@ def test_relist_reports_what_changed_appeared_or_vanished_meanwhile() -> None:
 
     described = sorted((name(c.old), name(c.new)) for c in changes)
     assert described == [("-", "new"), ("changed", "changed"), ("gone", "-")]
-    assert store.get("ns", "gone") is None
+    assert store.get(NamespacedName("ns", "gone")) is None
     assert sorted(o["metadata"]["name"] for o in store.values("ns")) == ["changed", "new", "same"]

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from controller.cli import limiter_from, main, options_from, parser
+from trussium_operator.controller.cli import limiter_from, main, options_from, parser
 
 
 def test_defaults_match_adr_0001(monkeypatch: pytest.MonkeyPatch) -> None:

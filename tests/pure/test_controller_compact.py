@@ -12,17 +12,20 @@ from typing import Any
 import pytest
 import yaml
 
-from common.api import TrussiumRuntime
-from common.defaulting import apply_defaults
-from common.render import render_managed_objects
-from common.status import Outcome, compute_status
-from controller.applied import AppliedObjects
-from controller.cache import Change, Store
-from controller.compact import managed_form, runtime_form
-from controller.mapping import owner_of
-from controller.reconciler import LEGACY_FIELD_MANAGERS
-from controller.takeover import needs_takeover
 from tests.support.deployments import DEADLINE, deployment
+from trussium_operator.common.api import TrussiumRuntime
+from trussium_operator.common.defaulting import apply_defaults
+from trussium_operator.common.status import Outcome, compute_status
+from trussium_operator.controller.applied import AppliedObjects
+from trussium_operator.controller.compact import managed_form, runtime_form
+from trussium_operator.controller.kinds import MANAGED_KINDS, render_managed_objects
+from trussium_operator.controller.machinery.cache import Change, Store
+from trussium_operator.controller.mapping import owner_of
+from trussium_operator.controller.reconciler import LEGACY_FIELD_MANAGERS
+from trussium_operator.controller.takeover import needs_takeover
+
+# Each managed kind's cache transform, as the watch table builds it.
+FORMS = {kind.kind: managed_form(kind.reads) for kind in MANAGED_KINDS}
 
 SAMPLES = sorted((Path(__file__).parents[1] / "samples" / "valid").glob("*.yaml"))
 MINIMAL = SAMPLES[0].with_name("minimal.yaml")
@@ -90,8 +93,8 @@ def test_status_and_rendering_are_the_same_from_a_cached_object(sample: Path, st
     objects = {o["kind"]: o for o in render_managed_objects(runtime, None)}
     full_deployment = served(objects["Deployment"], status)
     full_service = served(objects["Service"])
-    cached_deployment = managed_form("Deployment")(full_deployment)
-    cached_service = managed_form("Service")(full_service)
+    cached_deployment = FORMS["Deployment"](full_deployment)
+    cached_service = FORMS["Service"](full_service)
 
     def status_from(deployment: Obj, service: Obj) -> Obj:
         return compute_status(
@@ -110,7 +113,7 @@ def test_status_and_rendering_are_the_same_from_a_cached_object(sample: Path, st
 def test_an_untouched_object_read_back_from_the_cache_is_not_applied_again(sample: Path) -> None:
     runtime = parsed(runtime_obj(sample))
     for rendered in render_managed_objects(runtime, None):
-        form = managed_form(rendered["kind"])
+        form = FORMS[rendered["kind"]]
         answer = served(rendered, {"observedGeneration": 1})
         applied = AppliedObjects()
         applied.record(rendered, answer)
@@ -124,7 +127,7 @@ def test_an_untouched_object_read_back_from_the_cache_is_not_applied_again(sampl
 def test_takeover_and_owner_mapping_read_the_same_from_a_cached_object() -> None:
     runtime = parsed(runtime_obj(SAMPLES[0]))
     for rendered in render_managed_objects(runtime, None):
-        form = managed_form(rendered["kind"])
+        form = FORMS[rendered["kind"]]
         for manager in ("trussium-operator", *LEGACY_FIELD_MANAGERS):
             full = served(rendered, manager=manager)
             full["metadata"]["managedFields"][0]["operation"] = "Update"
@@ -158,7 +161,7 @@ def test_a_settled_runtime_and_its_objects_take_under_20_kib_in_the_caches() -> 
     gc.collect()
     tracemalloc.start()
     try:
-        stores = {kind: Store(managed_form(kind)) for kind in kinds - {"TrussiumRuntime"}}
+        stores = {kind: Store(FORMS[kind]) for kind in kinds - {"TrussiumRuntime"}}
         stores["TrussiumRuntime"] = Store(runtime_form)
         for event in events:
             obj = json.loads(event)

@@ -2,7 +2,11 @@
 
 from typing import Any
 
-from controller.drift import POD_TEMPLATE, foreign_removals, service_ports_restoration
+from trussium_operator.controller.drift import (
+    POD_TEMPLATE,
+    foreign_removals,
+    service_ports_restoration,
+)
 
 OURS = {
     "manager": "trussium-operator",

@@ -2,14 +2,14 @@
 
 import pytest
 
-from controller.errors import (
+from trussium_operator.controller.errors import (
     PATCH_NOT_APPLICABLE,
     Failure,
     ReconcileError,
     classify,
     failure_message,
 )
-from controller.kube import ApiError, TransportError, UnreadableError
+from trussium_operator.controller.machinery.kube import ApiError, TransportError, UnreadableError
 
 INVALID_OBJECT = 'Service "rt" is invalid: spec.ports[1].name: Duplicate value: "http"'
 

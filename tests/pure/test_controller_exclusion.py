@@ -5,10 +5,11 @@ from typing import Any
 
 import pytest
 
-from controller.exclusion import ForeignLeaseGate, LeaseRef
-from controller.kube import ApiError, Kube
+from trussium_operator.controller.exclusion import ForeignLeaseGate
+from trussium_operator.controller.machinery.kube import ApiError, Kube
+from trussium_operator.controller.machinery.names import NamespacedName
 
-LEASE = LeaseRef("trussium-operator-system", "d4fd4c09.trussium.io")
+LEASE = NamespacedName("trussium-operator-system", "d4fd4c09.trussium.io")
 
 
 class FakeKube:

@@ -2,7 +2,12 @@
 
 from datetime import UTC, datetime
 
-from controller.leader import LeaseRecord, can_take, claimed_spec, released_spec
+from trussium_operator.controller.machinery.leader import (
+    LeaseRecord,
+    can_take,
+    claimed_spec,
+    released_spec,
+)
 
 NOW = datetime(2026, 11, 29, 8, 0, 0, 123456, tzinfo=UTC)
 

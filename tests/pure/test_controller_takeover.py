@@ -2,8 +2,8 @@
 
 from typing import Any
 
-from controller.cache import Cache, Store
-from controller.takeover import managers_kept, needs_takeover, takeover_patch
+from trussium_operator.controller.machinery.cache import Cache, Store
+from trussium_operator.controller.takeover import managers_kept, needs_takeover, takeover_patch
 
 LEGACY = frozenset({"manager"})
 

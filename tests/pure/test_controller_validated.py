@@ -1,4 +1,6 @@
-"""A runtime version that validated clean is not validated again; any other version is."""
+"""A runtime generation that validated clean is not validated again, whatever its
+status writes do to its resourceVersion; any other generation, or the same name
+created again, is."""
 
 from pathlib import Path
 from typing import Any
@@ -6,57 +8,89 @@ from typing import Any
 import pytest
 import yaml
 
-from common import validation
-from controller import validated
-from controller.names import NamespacedName
-from controller.validated import ValidVersions
+from trussium_operator.common import validation
+from trussium_operator.controller import validated
+from trussium_operator.controller.machinery.names import NamespacedName
+from trussium_operator.controller.validated import ValidGenerations
 
 MINIMAL = Path(__file__).parents[1] / "samples" / "valid" / "minimal.yaml"
 KEY = NamespacedName("team-a", "minimal")
 
 
-def runtime(version: str, replicas: Any = 1) -> dict[str, Any]:
+def runtime(
+    generation: int,
+    version: str,
+    replicas: Any = 1,
+    uid: str = "u-1",
+    base_url: str | None = None,
+) -> dict[str, Any]:
     obj: dict[str, Any] = yaml.safe_load(MINIMAL.read_text())
-    obj["metadata"] |= {"namespace": "team-a", "resourceVersion": version}
+    obj["metadata"] |= {
+        "namespace": "team-a",
+        "uid": uid,
+        "generation": generation,
+        "resourceVersion": version,
+    }
     obj["spec"]["replicas"] = replicas
+    if base_url is not None:
+        obj["spec"]["provider"]["baseURL"] = base_url
     return obj
 
 
 @pytest.fixture
-def validations(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The resourceVersions actually validated, in order."""
-    seen: list[str] = []
+def validations(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The generations actually validated, in order."""
+    seen: list[int] = []
 
     def counting(obj: Any, *args: Any, **kwargs: Any) -> validation.ValidationResult:
-        seen.append(obj["metadata"]["resourceVersion"])
+        seen.append(obj["metadata"]["generation"])
         return validation.validate_runtime(obj, *args, **kwargs)
 
     monkeypatch.setattr(validated, "validate_runtime", counting)
     return seen
 
 
-def test_a_valid_version_is_validated_once(validations: list[str]) -> None:
-    valid = ValidVersions()
-    first, second = valid.parse(KEY, runtime("5")), valid.parse(KEY, runtime("5"))
-    assert first == second
+def test_a_valid_generation_is_validated_once_across_status_writes(
+    validations: list[int],
+) -> None:
+    valid = ValidGenerations()
+    first, second = valid.parse(KEY, runtime(1, "5")), valid.parse(KEY, runtime(1, "6"))
     assert first[0] is not None
+    assert second[0] is not None
+    assert (first[0].spec, first[1]) == (second[0].spec, second[1])
     assert first[0].spec.replicas == 1
-    assert validations == ["5"]
+    assert validations == [1]
 
 
-def test_a_new_version_is_validated_and_its_errors_reported(validations: list[str]) -> None:
-    valid = ValidVersions()
-    assert valid.parse(KEY, runtime("5"))[1] == ()
-    parsed, errors = valid.parse(KEY, runtime("6", replicas=-1))
+def test_a_new_generation_is_validated_and_its_errors_reported(validations: list[int]) -> None:
+    valid = ValidGenerations()
+    assert valid.parse(KEY, runtime(1, "5"))[1:] == ((), ())
+    parsed, errors, warnings = valid.parse(KEY, runtime(2, "6", replicas=-1))
     assert parsed is None
     assert [e.path for e in errors] == ["spec.replicas"]
-    assert valid.parse(KEY, runtime("6", replicas=-1)) == (None, errors), "never remembered"
-    assert validations == ["5", "6", "6"]
+    assert warnings == ()
+    assert valid.parse(KEY, runtime(2, "7", replicas=-1)) == (None, errors, ()), "never remembered"
+    assert validations == [1, 2, 2]
 
 
-def test_a_forgotten_runtime_is_validated_again(validations: list[str]) -> None:
-    valid = ValidVersions()
-    valid.parse(KEY, runtime("5"))
+def test_a_generation_breaking_only_tolerated_rules_is_reconciled_with_its_warnings(
+    validations: list[int],
+) -> None:
+    valid = ValidGenerations()
+    first = valid.parse(KEY, runtime(3, "7", base_url="localhost:11434"))
+    second = valid.parse(KEY, runtime(3, "8", base_url="localhost:11434"))
+    assert first[0] is not None
+    assert first[0].spec.provider.base_url == "localhost:11434"
+    assert first[1] == ()
+    assert [(w.path, w.rule) for w in first[2]] == [("spec.provider.baseURL", "BaseURLNotHTTP")]
+    assert second[2] == first[2], "the warnings are kept with the generation"
+    assert validations == [3]
+
+
+def test_a_forgotten_or_recreated_runtime_is_validated_again(validations: list[int]) -> None:
+    valid = ValidGenerations()
+    valid.parse(KEY, runtime(1, "5"))
     valid.forget(KEY)
-    valid.parse(KEY, runtime("5"))
-    assert validations == ["5", "5"]
+    valid.parse(KEY, runtime(1, "5"))
+    valid.parse(KEY, runtime(1, "9", uid="u-2"))
+    assert validations == [1, 1, 1]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-import common
+from trussium_operator import common
 
 FORBIDDEN = ("argparse", "logging", "asyncio", "aiohttp", "kubernetes_asyncio", "hack")
 # Calls (as `name(...)` or `x.name(...)`) that only a shell makes.
@@ -50,7 +50,9 @@ def shell_calls(source: str) -> list[str]:
 
 
 def test_importing_the_core_loads_no_io_machinery() -> None:
-    modules = sorted(f"common.{m.name}" for m in pkgutil.iter_modules(common.__path__))
+    modules = sorted(
+        f"trussium_operator.common.{m.name}" for m in pkgutil.iter_modules(common.__path__)
+    )
     probe = (
         "import importlib, sys\n"
         f"for name in {modules!r}: importlib.import_module(name)\n"

@@ -13,15 +13,15 @@ import yaml
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
-from common import constants
-from common.api import (
+from hack import crd
+from trussium_operator.common import constants
+from trussium_operator.common.api import (
     AUTOSCALING_BOUNDS_ORDERED,
     IMAGE_TAG_XOR_DIGEST,
     NETWORK_POLICY_NEEDS_INGRESS,
     TrussiumRuntimeSpec,
     TrussiumRuntimeStatus,
 )
-from hack import crd
 
 
 def test_committed_crd_is_the_generator_output() -> None:
@@ -75,13 +75,29 @@ def test_printer_columns_of_the_contract() -> None:
     assert columns == {
         "Ready": ".status.readyReplicas",
         "Desired": ".spec.replicas",
+        "Status": '.status.conditions[?(@.type=="Ready")].status',
+        "Reason": '.status.conditions[?(@.type=="Ready")].reason',
+        "Message": '.status.conditions[?(@.type=="Ready")].message',
         "Provider": ".spec.provider.type",
         "Model": ".spec.provider.model",
         "Version": ".spec.image.tag",
-        "Reason": '.status.conditions[?(@.type=="Ready")].reason',
         "Image": ".status.currentImage",
+        "Desired Image": ".status.desiredImage",
         "Age": ".metadata.creationTimestamp",
     }
+    # The Go operator's columns keep their places (its users' scripts read them by position).
+    shown = [c["name"] for c in _version()["additionalPrinterColumns"] if not c.get("priority")]
+    assert shown == [
+        "Ready",
+        "Desired",
+        "Provider",
+        "Model",
+        "Version",
+        "Status",
+        "Reason",
+        "Image",
+        "Age",
+    ]
 
 
 def _spec() -> dict[str, Any]:

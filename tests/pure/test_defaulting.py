@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from common.defaulting import apply_defaults, json_pointer
 from tests.support.json_patch import apply_json_patch
 from tests.support.strategies import json_values, runtimes
+from trussium_operator.common.defaulting import apply_defaults, json_pointer
 
 MINIMAL: dict[str, Any] = {
     "apiVersion": "runtime.trussium.io/v1alpha1",

@@ -116,9 +116,21 @@ def test_default_command_is_a_console_script_of_the_project(stages: list[Stage])
 
 
 def test_builder_copies_every_packaged_module(stages: list[Stage]) -> None:
-    copied = {args.split()[0] for args in stages[0].arguments("COPY")}
-    for module in packaged_modules():
-        assert module in copied, f"the wheel would lack the {module!r} package"
+    """The package and every folder its symlinks point to (ADR 0023)."""
+    copied = {src for args in stages[0].arguments("COPY") for src in args.split()[:-1]}
+    assert packaged_modules() == ["trussium_operator"]
+    package = ROOT / "trussium_operator"
+    links = [p for p in package.iterdir() if p.is_symlink()]
+    assert {link.name for link in links} == {"common", "webhook", "controller", "certs", "cmdline"}
+    for path in [package, *links]:
+        source = str(path.resolve().relative_to(ROOT))
+        assert source in copied, f"the wheel would lack {source}"
+
+
+def test_builder_installs_the_locked_dependencies_only(stages: list[Stage]) -> None:
+    runs = " ".join(stages[0].arguments("RUN"))
+    assert "pip wheel --require-hashes --wheel-dir /wheels -r requirements.lock" in runs
+    assert "pip wheel --no-deps" in runs, "the project's own wheel resolves nothing"
 
 
 def test_dockerignore_keeps_local_state_out_but_build_inputs_in(stages: list[Stage]) -> None:

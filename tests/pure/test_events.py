@@ -4,7 +4,7 @@ from typing import Any
 
 import pytest
 
-from common.events import EventDecision, decide_events
+from trussium_operator.common.events import EventDecision, decide_events
 
 A = "ghcr.io/trussium/runtime:1.4.0"
 B = "ghcr.io/trussium/runtime:1.5.0"

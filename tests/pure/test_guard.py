@@ -5,8 +5,8 @@ from typing import Any
 
 import pytest
 
-from common.guard import review_managed_deployment_update
 from tests.support.deployments import managed_deployment
+from trussium_operator.common.guard import review_managed_deployment_update
 
 OPERATOR = "system:serviceaccount:trussium-system:trussium-operator"
 ADMIN = "kubernetes-admin"
@@ -57,6 +57,11 @@ def test_owner_falls_back_to_instance_label() -> None:
         (("nodeSelector",), {"disk": "hdd"}, "comes from its spec.scheduling.nodeSelector"),
         (("tolerations",), [{"operator": "Exists"}], "comes from its spec.scheduling.tolerations"),
         (("hostNetwork",), True, "spec.template.spec.hostNetwork is fixed by the operator"),
+        (
+            ("volumes",),
+            [{"name": "scratch", "emptyDir": {"sizeLimit": "100Gi"}}],
+            "comes from its spec.scratch.sizeLimit",
+        ),
         (
             ("securityContext",),
             {"runAsUser": 0},

@@ -4,9 +4,9 @@ from typing import Any
 
 import pytest
 
-from common.events import decide_events
-from common.k8s_validation import FieldError
-from common.status import MAX_LISTED_ERRORS, invalid_spec_status, status_differs
+from trussium_operator.common.events import decide_events
+from trussium_operator.common.k8s_validation import FieldError
+from trussium_operator.common.status import MAX_LISTED_ERRORS, invalid_spec_status, status_differs
 
 T0 = "2026-01-01T00:00:00Z"
 T1 = "2026-01-01T00:05:00Z"

@@ -4,16 +4,16 @@ from typing import Any
 
 import pytest
 
-from common.api import TrussiumRuntimeSpec
-from common.conditions import ConditionState
-from common.lifecycle import (
+from tests.support.deployments import DEADLINE, IMAGE, QUOTA, deployment
+from trussium_operator.common.api import TrussiumRuntimeSpec
+from trussium_operator.common.conditions import ConditionState
+from trussium_operator.common.lifecycle import (
     Rollout,
     RolloutPhase,
     desired_replicas,
     rollout_of,
     upgrade_of,
 )
-from tests.support.deployments import DEADLINE, IMAGE, QUOTA, deployment
 
 OLD = IMAGE
 NEW = "ghcr.io/trussium/runtime:1.5.0"

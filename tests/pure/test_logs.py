@@ -4,7 +4,7 @@ import io
 import json
 import logging
 
-from cmdline.logs import JsonFormatter, configure_logging
+from trussium_operator.cmdline.logs import PACKAGE_PREFIX, JsonFormatter, configure_logging
 
 SECRET = "sk-live-do-not-log"
 
@@ -50,3 +50,20 @@ def test_text_format_for_a_terminal_keeps_the_fields_and_hides_the_message() -> 
     )
     assert frames[0] == "KeyError"
     assert SECRET not in stream.getvalue()
+
+
+def test_logger_names_leave_out_the_package_namespace() -> None:
+    """A module's logger may be named after it (trussium_operator.controller.manager);
+    lines read controller.manager, as before the package had a namespace."""
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(JsonFormatter())
+    logger = logging.getLogger(PACKAGE_PREFIX + "controller.manager")
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        logger.warning("slow client")
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = True
+    assert json.loads(stream.getvalue())["logger"] == "controller.manager"

@@ -4,7 +4,7 @@ from typing import Any
 
 import pytest
 
-from common.managed_fields import has_legacy_entries, merge_fields, take_over
+from trussium_operator.common.managed_fields import has_legacy_entries, merge_fields, take_over
 
 OURS = "trussium-operator"
 Fields = dict[str, Any]

@@ -5,9 +5,9 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from common.api import ImageSpec, TrussiumRuntime, TrussiumRuntimeSpec
-from common.defaulting import apply_defaults
-from common.images import render_image
+from trussium_operator.common.api import ImageSpec, TrussiumRuntime, TrussiumRuntimeSpec
+from trussium_operator.common.defaulting import apply_defaults
+from trussium_operator.common.images import render_image
 
 DIGEST = "sha256:" + "b" * 64
 

@@ -5,7 +5,12 @@ from decimal import Decimal
 
 import pytest
 
-from common.quantity import QUANTITY_PATTERN, QuantityError, is_integer, parse_quantity
+from trussium_operator.common.quantity import (
+    QUANTITY_PATTERN,
+    QuantityError,
+    is_integer,
+    parse_quantity,
+)
 
 
 @pytest.mark.parametrize(

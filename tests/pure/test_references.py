@@ -4,8 +4,8 @@ from typing import Any
 
 import pytest
 
-from common.api import TrussiumRuntimeSpec
-from common.references import referenced_secret_names
+from trussium_operator.common.api import TrussiumRuntimeSpec
+from trussium_operator.common.references import referenced_secret_names
 
 
 def spec(**fields: Any) -> TrussiumRuntimeSpec:

@@ -5,13 +5,9 @@ from typing import Any
 
 import pytest
 
-from common.api import TrussiumRuntime
-from common.render import (
-    ObjectRef,
-    config_checksum,
-    disabled_optional_objects,
-    render_managed_objects,
-)
+from trussium_operator.common.api import TrussiumRuntime
+from trussium_operator.common.render import config_checksum
+from trussium_operator.controller.kinds import disabled_kinds, render_managed_objects
 
 UID = "6f1c3c8e-0000-4000-8000-000000000001"
 BASE_SPEC: dict[str, Any] = {
@@ -34,6 +30,7 @@ OWNER = {
     "blockOwnerDeletion": True,
 }
 METADATA = {"name": "demo", "namespace": "prod", "labels": LABELS, "ownerReferences": [OWNER]}
+TMPDIR = {"name": "TMPDIR", "value": "/tmp"}
 BASE_DATA = {
     "TRUSSIUM_ENVIRONMENT": "production",
     "TRUSSIUM_RUNTIME__HOST": "0.0.0.0",
@@ -227,6 +224,8 @@ def test_minimal_deployment_carries_the_whole_workload_contract() -> None:
                             "imagePullPolicy": "IfNotPresent",
                             "ports": [{"name": "http", "containerPort": 9000, "protocol": "TCP"}],
                             "envFrom": [{"configMapRef": {"name": "demo"}}],
+                            "env": [TMPDIR],
+                            "volumeMounts": [{"name": "scratch", "mountPath": "/tmp"}],
                             "securityContext": {
                                 "allowPrivilegeEscalation": False,
                                 "readOnlyRootFilesystem": True,
@@ -252,6 +251,7 @@ def test_minimal_deployment_carries_the_whole_workload_contract() -> None:
                             },
                         }
                     ],
+                    "volumes": [{"name": "scratch", "emptyDir": {"sizeLimit": "1Gi"}}],
                 },
             },
         },
@@ -279,7 +279,8 @@ def test_credentials_come_from_the_secret_by_reference() -> None:
         {
             "name": "TRUSSIUM_PROVIDER__API_KEY",
             "valueFrom": {"secretKeyRef": {"name": "openai-key", "key": "api-key"}},
-        }
+        },
+        TMPDIR,
     ]
 
 
@@ -291,6 +292,47 @@ def test_resources_are_copied_from_the_spec() -> None:
 def test_resource_claims_reach_the_container_unchanged() -> None:
     resources = {"claims": [{"name": "gpu"}, {"name": "nic", "request": "fast"}]}
     assert container(resources=resources)["resources"] == resources
+
+
+@pytest.mark.parametrize(
+    ("spec", "size"),
+    [
+        ({}, "1Gi"),
+        ({"scratch": {}}, "1Gi"),
+        ({"scratch": {"sizeLimit": "256Mi"}}, "256Mi"),
+        ({"scratch": {"sizeLimit": 2**31}}, 2**31),
+        # Capped at a lower ephemeral-storage limit, kept below a higher one.
+        ({"resources": {"limits": {"ephemeral-storage": "500M"}}}, "500M"),
+        ({"resources": {"limits": {"ephemeral-storage": "2Gi"}}}, "1Gi"),
+        ({"resources": {"limits": {"ephemeral-storage": "1Gi"}}}, "1Gi"),
+        ({"resources": {"requests": {"ephemeral-storage": "100Mi"}}}, "1Gi"),
+        (
+            {
+                "scratch": {"sizeLimit": "64Mi"},
+                "resources": {"limits": {"ephemeral-storage": "100Mi"}},
+            },
+            "64Mi",
+        ),
+    ],
+)
+def test_scratch_is_an_empty_dir_at_tmp_named_by_tmpdir(spec: dict[str, Any], size: object) -> None:
+    pod = pod_spec(**spec)
+    assert pod["volumes"] == [{"name": "scratch", "emptyDir": {"sizeLimit": size}}]
+    (only,) = pod["containers"]
+    assert only["volumeMounts"] == [{"name": "scratch", "mountPath": "/tmp"}]
+    assert only["env"] == [TMPDIR]
+    assert only["securityContext"]["readOnlyRootFilesystem"] is True
+
+
+def test_the_scratch_size_leaves_the_checksum_alone() -> None:
+    """The ConfigMap data alone makes the checksum (docs/contract.md section 12)."""
+    checksums = {
+        deployment(**spec)["spec"]["template"]["metadata"]["annotations"][
+            "runtime.trussium.io/config-checksum"
+        ]
+        for spec in ({}, {"scratch": {"sizeLimit": "64Mi"}})
+    }
+    assert checksums == {config_checksum(BASE_DATA)}
 
 
 @pytest.mark.parametrize(("drain", "grace"), [(None, 36), (1, 7), (30, 36), (3600, 3606)])
@@ -440,8 +482,8 @@ def test_autoscaler_targets_the_deployment_on_cpu_utilization() -> None:
     }
 
 
-NETWORK_POLICY = ObjectRef("networking.k8s.io/v1", "NetworkPolicy", "demo")
-AUTOSCALER = ObjectRef("autoscaling/v2", "HorizontalPodAutoscaler", "demo")
+NETWORK_POLICY = ("networking.k8s.io/v1", "NetworkPolicy")
+AUTOSCALER = ("autoscaling/v2", "HorizontalPodAutoscaler")
 
 
 @pytest.mark.parametrize(
@@ -460,11 +502,9 @@ AUTOSCALER = ObjectRef("autoscaling/v2", "HorizontalPodAutoscaler", "demo")
     ],
 )
 def test_disabled_optional_objects_are_the_ones_to_delete(
-    spec: dict[str, Any], disabled: list[ObjectRef]
+    spec: dict[str, Any], disabled: list[tuple[str, str]]
 ) -> None:
     rt = runtime(**spec)
-    assert disabled_optional_objects(rt) == disabled
-    rendered = {
-        (o["apiVersion"], o["kind"], o["metadata"]["name"]) for o in render_managed_objects(rt)
-    }
-    assert not rendered & {(r.api_version, r.kind, r.name) for r in disabled}
+    assert [(k.resource.api_version, k.kind) for k in disabled_kinds(rt)] == disabled
+    rendered = {(o["apiVersion"], o["kind"]) for o in render_managed_objects(rt)}
+    assert not rendered & set(disabled)

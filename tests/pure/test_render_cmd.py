@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 import yaml
 
-from controller.cli import main
-from controller.render_cmd import run_render
+from trussium_operator.controller.cli import main
+from trussium_operator.controller.render_cmd import run_render
 
 RUNTIME = """\
 apiVersion: runtime.trussium.io/v1alpha1
@@ -138,7 +138,11 @@ def test_json_output_is_one_list_kubectl_applies(
     assert rendered(capsys.readouterr().out) == listed["items"]
 
 
-@pytest.mark.parametrize("text", ["a: [\n", "- just\n- a list\n"], ids=["yaml", "not-object"])
+@pytest.mark.parametrize(
+    "text",
+    ["a: [\n", "- just\n- a list\n", "metadata: {name: {{ .Release.Name }}}\n", "a: !Ref b\n"],
+    ids=["yaml", "not-object", "template", "custom-tag"],
+)
 def test_unparsable_input_exits_2(text: str) -> None:
     code, stdout, stderr = render(text)
     assert (code, stdout) == (2, "")

@@ -5,9 +5,9 @@ from typing import Any
 
 import pytest
 
-from common.api import TrussiumRuntime
-from common.status import Outcome, compute_status, status_differs
 from tests.support.deployments import DEADLINE, IMAGE, QUOTA, deployment
+from trussium_operator.common.api import TrussiumRuntime
+from trussium_operator.common.status import Outcome, compute_status, status_differs
 
 NEW_IMAGE = "ghcr.io/trussium/runtime:1.5.0"
 T0 = "2026-01-01T00:00:00Z"

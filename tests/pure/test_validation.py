@@ -5,8 +5,8 @@ from typing import Any
 
 import pytest
 
-from common.parsing import schema_errors
-from common.validation import (
+from trussium_operator.common.parsing import schema_errors
+from trussium_operator.common.validation import (
     FieldError,
     ValidationResult,
     validate_runtime,
@@ -625,6 +625,46 @@ def test_valid_resources() -> None:
     assert errors_of(with_spec(resources=resources)) == {}
 
 
+EPHEMERAL_1GI = {"limits": {"ephemeral-storage": "1Gi"}}
+
+
+@pytest.mark.parametrize(
+    ("scratch", "resources", "fragment"),
+    [
+        ({"sizeLimit": "16M"}, None, "must be at least 16Mi"),
+        ({"sizeLimit": 512}, None, "must be at least 16Mi"),  # bytes, not MiB
+        ({"sizeLimit": "-1Gi"}, None, "must be at least 16Mi"),
+        ({"sizeLimit": "1Gi "}, None, "is not a quantity"),
+        ({"sizeLimit": True}, None, "must be a quantity"),
+        ({"sizeLimit": "1e1000000"}, None, "out of range"),
+        ({"sizeLimit": "2Gi"}, EPHEMERAL_1GI, "at most spec.resources.limits[ephemeral-storage]"),
+        ({"sizeLimit": "1025Mi"}, EPHEMERAL_1GI, "so the Pod would be evicted before it is full"),
+        ({"size": "1Gi"}, None, "unknown field"),
+    ],
+)
+def test_scratch_rules(scratch: dict[str, Any], resources: Any, fragment: str) -> None:
+    path = "spec.scratch.size" if "size" in scratch else "spec.scratch.sizeLimit"
+    assert fragment in errors_of(with_spec(scratch=scratch, resources=resources))[path]
+
+
+@pytest.mark.parametrize(
+    ("scratch", "resources"),
+    [
+        ({}, None),
+        ({"sizeLimit": "16Mi"}, None),
+        ({"sizeLimit": 2**40}, None),
+        ({"sizeLimit": "1Gi"}, EPHEMERAL_1GI),
+        ({"sizeLimit": "1G"}, EPHEMERAL_1GI),
+        # A request is a reservation, not a bound.
+        ({"sizeLimit": "4Gi"}, {"requests": {"ephemeral-storage": "1Gi"}}),
+        # No scratch section, whatever the limit: the default is capped at it.
+        (None, {"limits": {"ephemeral-storage": "20Mi"}}),
+    ],
+)
+def test_valid_scratch(scratch: Any, resources: Any) -> None:
+    assert errors_of(with_spec(scratch=scratch, resources=resources)) == {}
+
+
 @pytest.mark.parametrize(
     "repository", ["Ghcr.io/Trussium/Runtime", "ghcr.io//runtime", "ghcr.io/runtime/", "a:b:c/d"]
 )
@@ -704,7 +744,9 @@ def test_unchanged_old_violation_becomes_a_warning_on_update() -> None:
 def test_new_or_changed_violations_still_fail_on_update() -> None:
     old = with_spec(podMetadata={"labels": {"bad key": "v"}})
     new = with_spec(podMetadata={"labels": {"bad key": "v", "other bad": "v"}}, replicas=-1)
+    # The old violation freezes the runtime, so a spec change must fix it too.
     assert set(errors_of(new, old=old)) == {
+        "spec.podMetadata.labels[bad key]",
         "spec.podMetadata.labels[other bad]",
         "spec.replicas",
     }

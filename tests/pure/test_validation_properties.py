@@ -6,10 +6,10 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from common.defaulting import apply_defaults
-from common.parsing import schema_errors
-from common.validation import validate_runtime, with_missing_secrets
 from tests.support.strategies import json_values, runtimes
+from trussium_operator.common.defaulting import apply_defaults
+from trussium_operator.common.parsing import schema_errors
+from trussium_operator.common.validation import validate_runtime, with_missing_secrets
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

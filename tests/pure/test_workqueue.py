@@ -5,8 +5,8 @@ import asyncio
 import pytest
 from prometheus_client import REGISTRY
 
-from controller.tokenbucket import TokenBucket
-from controller.workqueue import ItemBackoff, WorkQueue
+from trussium_operator.controller.machinery.tokenbucket import TokenBucket
+from trussium_operator.controller.machinery.workqueue import ItemBackoff, WorkQueue
 
 
 class FakeClock:
@@ -106,7 +106,9 @@ async def test_unfinished_work_and_longest_processor_are_read_at_scrape_time() -
     queue = WorkQueue[str]("progress-test", clock=clock)
 
     def sample(name: str) -> float | None:
-        return REGISTRY.get_sample_value(name, {"name": "progress-test"})
+        return REGISTRY.get_sample_value(
+            name, {"name": "progress-test", "controller": "progress-test"}
+        )
 
     assert sample("workqueue_unfinished_work_seconds") == 0.0
     queue.add("ns/a")

@@ -35,7 +35,7 @@ def fullname(release: str) -> str:
 
 
 def render(plane: ControlPlane, release: str, namespace: str, *args: str) -> list[dict[str, Any]]:
-    """`helm template` output as objects (no CRDs, no empty documents)."""
+    """`helm template` output as objects (no empty documents)."""
     out = plane.helm("template", release, str(CHART), "--namespace", namespace, *args).stdout
     return [doc for doc in yaml.safe_load_all(out) if doc]
 
@@ -65,3 +65,15 @@ def flag(args: list[str], name: str) -> str:
 def as_list(objects: list[dict[str, Any]]) -> str:
     """One kubectl-readable document (a v1 List) holding the objects."""
     return json.dumps({"apiVersion": "v1", "kind": "List", "items": objects})
+
+
+# API groups whose CRDs the api and cluster profiles do not serve.
+NOT_IN_CLUSTER = {"cert-manager.io", "monitoring.coreos.com"}
+
+
+def accepted(plane: ControlPlane, namespace: str, objects: list[dict[str, Any]]) -> None:
+    """The API server accepts the objects it serves (server-side dry run)."""
+    in_cluster = [o for o in objects if o["apiVersion"].split("/")[0] not in NOT_IN_CLUSTER]
+    plane.kubectl(
+        "apply", "--dry-run=server", "-n", namespace, "-f", "-", input=as_list(in_cluster)
+    )

@@ -20,7 +20,7 @@ from typing import Any
 from aiohttp import web
 from kubernetes_asyncio import client
 
-from controller.kube import Kube
+from trussium_operator.controller.machinery.kube import Kube
 
 LEASE_PREFIX = "/apis/coordination.k8s.io/v1/namespaces/"
 OVERLONG_LINE_BYTES = 5 * 1024 * 1024

@@ -27,21 +27,20 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
-from common import constants as c
-from controller.kube import (
+from tests.support.json_patch import PatchError, apply_json_patch
+from trussium_operator.common import constants as c
+from trussium_operator.controller.kinds import OWNED, RUNTIMES
+from trussium_operator.controller.machinery.kube import (
     APPLY_PATCH,
     EVENTS,
     JSON,
     JSON_PATCH,
     LEASES,
-    OWNED,
-    RUNTIMES,
     SECRETS,
     ApiError,
     Kube,
     KubeError,
 )
-from tests.support.json_patch import PatchError, apply_json_patch
 
 Obj = dict[str, Any]
 FieldPath = tuple[str, ...]  # fieldsV1 keys from the root: "f:spec", 'k:{"name":"x"}', "."

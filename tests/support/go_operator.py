@@ -1,22 +1,27 @@
 """Playing the Go operator on the local control plane: its CRD, its writes, its Lease.
 
-Its managed objects are rendered with our core (the two operators render
-identical objects) and written as it writes them: plain Update calls under
-the field manager `manager`. Its CRD is the fixture restating its Helm
-chart's schema.
+Its managed objects are rendered with our core without the scratch space,
+the one difference between the two operators' objects (docs/contract.md
+section 12), and written as it writes them: plain Update calls under the
+field manager `manager`. Its CRD is the fixture restating its Helm chart's
+schema.
 """
 
 import json
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from common.api import TrussiumRuntime
-from common.defaulting import apply_defaults
-from common.render import render_managed_objects
 from devcluster import ControlPlane
+from devcluster.controller_harness import must_get, wait_for
 from devcluster.hostoperator import install_crds
-from tests.support.controller_harness import must_get, wait_for
+from trussium_operator.common import constants as c
+from trussium_operator.common.parsing import parse_runtime
+from trussium_operator.controller.kinds import render_managed_objects
 
 GO_CRD = Path(__file__).resolve().parents[1] / "fixtures" / "go-operator-crd.yaml"
 GO_MANAGER = "manager"
@@ -62,9 +67,31 @@ def install_our_crd(plane: ControlPlane) -> None:
     wait_for(lambda: not accepts_base_url(plane, "localhost:11434"), "our CRD served")
 
 
+def without_scratch(template: Obj) -> Obj:
+    """A pod template (ours, rendered or live) without the scratch space: its
+    volume, the container's mount of it and TMPDIR. Nothing else differs from the
+    Go operator's template."""
+    pod = dict(template["spec"])
+    pod.pop("volumes")
+    containers = []
+    for container in pod["containers"]:
+        container = {k: v for k, v in container.items() if k != "volumeMounts"}
+        env = [e for e in container.pop("env") if e["name"] != c.SCRATCH_ENV]
+        containers.append(container | ({"env": env} if env else {}))
+    return {**template, "spec": {**pod, "containers": containers}}
+
+
 def render(runtime: Obj) -> list[Obj]:
-    """The objects both operators render for `runtime` (as stored, with its uid)."""
-    return render_managed_objects(TrussiumRuntime.model_validate(apply_defaults(runtime).object))
+    """The objects the Go operator renders for `runtime` (as stored, with its uid), also
+    for a spec that breaks rules a stored runtime may break (`common.ratcheting`): ours
+    without the scratch space."""
+    model = parse_runtime(runtime).runtime
+    assert model is not None, parse_runtime(runtime).errors
+    objects = render_managed_objects(model)
+    for obj in objects:
+        if obj["kind"] == "Deployment":
+            obj["spec"]["template"] = without_scratch(obj["spec"]["template"])
+    return objects
 
 
 def rendered(plane: ControlPlane, name: str, namespace: str) -> list[Obj]:
@@ -103,3 +130,43 @@ def hold_lease(plane: ControlPlane, namespace: str, holder: str, duration: int) 
         "apply", "--server-side", f"--field-manager={GO_MANAGER}", "-f", "-",
         input=json.dumps(lease),
     )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class DeploymentState:
+    generation: int
+    replicas: int
+    available: int
+
+
+class DeploymentWatch:
+    """Every state a Deployment's watch delivered: what a rollout went through."""
+
+    def __init__(self, log: Path) -> None:
+        self._log = log
+
+    def states(self) -> list[DeploymentState]:
+        rows = [line.split() for line in self._log.read_text().splitlines() if line.strip()]
+        return [DeploymentState(*(0 if v == "<none>" else int(v) for v in row)) for row in rows]
+
+
+@contextmanager
+def watching(
+    plane: ControlPlane, name: str, namespace: str, log: Path
+) -> Iterator[DeploymentWatch]:
+    """Watch the Deployment while the block runs (`kubectl get -w`, one line per event)."""
+    columns = "G:.metadata.generation,R:.spec.replicas,A:.status.availableReplicas"
+    argv = [
+        str(plane.bin_dir / "kubectl"), f"--kubeconfig={plane.kubeconfig}",
+        "get", "deployment", name, "-n", namespace, "--watch", "--no-headers",
+        f"--output=custom-columns={columns}",
+    ]  # fmt: skip
+    watch = DeploymentWatch(log)
+    with log.open("w") as out:
+        process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
+        try:
+            wait_for(lambda: watch.states() != [], "the Deployment watched")
+            yield watch
+        finally:
+            process.terminate()
+            process.wait(timeout=30)

@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from common import parsing
-from common.api import TrussiumRuntime, TrussiumRuntimeSpec
-from common.parsing import ParsedRuntime
+from trussium_operator.common import parsing
+from trussium_operator.common.api import TrussiumRuntime, TrussiumRuntimeSpec
+from trussium_operator.common.parsing import ParsedRuntime
 
 
 @dataclass

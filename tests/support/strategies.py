@@ -78,6 +78,9 @@ def specs(draw: st.DrawFn) -> dict[str, Any]:
                 "requests": st.dictionaries(st.sampled_from(["memory"]), QUANTITIES, max_size=1),
             },
         ),
+        "scratch": st.fixed_dictionaries(
+            {}, optional={"sizeLimit": st.sampled_from(["16Mi", "500M", "1Gi", 2**32])}
+        ),
         "podMetadata": st.fixed_dictionaries(
             {}, optional={"labels": st.dictionaries(NAMES, LABEL_VALUES, max_size=3)}
         ),

@@ -47,22 +47,56 @@ RBAC objects, so it stays short enough for the "-controller" suffixes.
 
 {{/* The controller's user name: the one identity the managed-Deployment guard lets change specs. */}}
 {{- define "trussium-operator.operatorUsername" -}}
-{{- printf "system:serviceaccount:%s:%s" .Release.Namespace (include "trussium-operator.controllerName" .) }}
+{{- printf "system:serviceaccount:%s:%s" .Release.Namespace (include "trussium-operator.serviceAccountName" (list . "controller")) }}
 {{- end }}
 
-{{- define "trussium-operator.image" -}}
-{{- if .Values.image.digest }}
-{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{/*
+A component's ServiceAccount, (list $ "controller"): serviceAccount.name, or
+<fullname>-<component> when the chart creates it. An existing account must be named.
+*/}}
+{{- define "trussium-operator.serviceAccountName" -}}
+{{- $root := index . 0 }}
+{{- $component := index . 1 }}
+{{- $account := (index $root.Values $component).serviceAccount }}
+{{- if $account.name }}
+{{- $account.name }}
+{{- else if $account.create }}
+{{- printf "%s-%s" (include "trussium-operator.fullname" $root) $component }}
 {{- else }}
-{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- fail (printf "%s.serviceAccount.name is required when %s.serviceAccount.create is false" $component $component) }}
 {{- end }}
 {{- end }}
 
+{{/*
+<registry>/<repository>, then @digest or :tag (appVersion by default); the
+registry is global.imageRegistry, else image.registry, none when both are empty.
+*/}}
+{{- define "trussium-operator.image" -}}
+{{- $registry := (.Values.global).imageRegistry | default .Values.image.registry }}
+{{- $repository := ternary .Values.image.repository (printf "%s/%s" (trimSuffix "/" $registry) .Values.image.repository) (empty $registry) }}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" $repository .Values.image.digest }}
+{{- else }}
+{{- printf "%s:%s" $repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+{{- end }}
+
+{{/* The Pods' pull secrets: imagePullSecrets, then global.imagePullSecrets. */}}
+{{- define "trussium-operator.imagePullSecrets" -}}
+{{- with concat .Values.imagePullSecrets ((.Values.global).imagePullSecrets | default list) }}
+imagePullSecrets:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
+
+{{/* The chart's labels over commonLabels: the chart's win, so selectors and names stay as they are. */}}
 {{- define "trussium-operator.labels" -}}
-helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
-{{ include "trussium-operator.selectorLabels" . }}
-app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
-app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- $chart := dict
+  "helm.sh/chart" (printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-")
+  "app.kubernetes.io/version" .Chart.AppVersion
+  "app.kubernetes.io/managed-by" .Release.Service }}
+{{- $chart = merge $chart (include "trussium-operator.selectorLabels" . | fromYaml) }}
+{{- toYaml (merge $chart (deepCopy (.Values.commonLabels | default dict))) }}
 {{- end }}
 
 {{- define "trussium-operator.selectorLabels" -}}
@@ -72,8 +106,9 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 
 {{/* Labels and selector labels of one component: call with (list $ "controller"). */}}
 {{- define "trussium-operator.componentLabels" -}}
-{{ include "trussium-operator.labels" (index . 0) }}
-app.kubernetes.io/component: {{ index . 1 }}
+{{- $labels := include "trussium-operator.labels" (index . 0) | fromYaml }}
+{{- $_ := set $labels "app.kubernetes.io/component" (index . 1) }}
+{{- toYaml $labels }}
 {{- end }}
 
 {{- define "trussium-operator.componentSelectorLabels" -}}
@@ -120,22 +155,17 @@ topologySpreadConstraints:
 {{- end }}
 {{- end }}
 
-{{/* Probes on the plain-HTTP health port named "health". */}}
+{{/* A component's probes, from its values: (list $ "controller"). */}}
 {{- define "trussium-operator.probes" -}}
+{{- $values := index (index . 0).Values (index . 1) -}}
+{{- with $values.livenessProbe }}
 livenessProbe:
-  httpGet:
-    path: /healthz
-    port: health
-  periodSeconds: 10
-  timeoutSeconds: 2
-  failureThreshold: 3
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $values.readinessProbe }}
 readinessProbe:
-  httpGet:
-    path: /readyz
-    port: health
-  periodSeconds: 5
-  timeoutSeconds: 2
-  failureThreshold: 3
+  {{- toYaml . | nindent 2 }}
+{{- end }}
 {{- end }}
 
 {{/*

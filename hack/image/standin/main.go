@@ -2,7 +2,9 @@
 // the real image (ghcr.io/trussiumhq/trussium) cannot be pulled. It reads the
 // configuration the operator renders (the TRUSSIUM_* environment of the
 // ConfigMap and the API-key Secret), serves the health endpoints the probes
-// call, writes nothing, and drains on SIGTERM for the configured time.
+// call, and behaves like the real runtime where the pod contract touches it:
+// it spools uploads over 1 MiB to a temporary directory and fails them without
+// one (upload.go), and on SIGTERM it shuts down as uvicorn does.
 //
 // It is stricter than a real runtime has to be, so that tests notice when the
 // operator renders something wrong: an unknown TRUSSIUM_* variable, a
@@ -33,8 +35,6 @@ const (
 	prefix = "TRUSSIUM_"
 	// Linux statfs flag of a read-only mount (ST_RDONLY).
 	stRdonly = 0x1
-	// How long in-flight requests get once the drain window has passed.
-	shutdownGrace = 3 * time.Second
 )
 
 // Config is the runtime's configuration, parsed from the environment.
@@ -160,23 +160,25 @@ func checkSandbox(allowWritableRoot bool) error {
 	return nil
 }
 
-// handler serves the probes' endpoints and the parsed configuration.
-func handler(c Config, draining *atomic.Bool) http.Handler {
+// handler serves the probes' endpoints, the upload endpoint and the parsed
+// configuration, counting the requests in flight.
+func handler(c Config, inFlight *atomic.Int64) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /health/live", func(w http.ResponseWriter, _ *http.Request) {
 		reply(w, http.StatusOK, map[string]string{"status": "live"})
 	})
 	mux.HandleFunc("GET /health/ready", func(w http.ResponseWriter, _ *http.Request) {
-		if draining.Load() {
-			reply(w, http.StatusServiceUnavailable, map[string]string{"status": "draining"})
-			return
-		}
 		reply(w, http.StatusOK, map[string]string{"status": "ready"})
 	})
+	mux.HandleFunc("POST /v1/audio/transcriptions", transcribe)
 	mux.HandleFunc("GET /standin/config", func(w http.ResponseWriter, _ *http.Request) {
 		reply(w, http.StatusOK, c)
 	})
-	return mux
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		inFlight.Add(1)
+		defer inFlight.Add(-1)
+		mux.ServeHTTP(w, r)
+	})
 }
 
 func reply(w http.ResponseWriter, status int, body any) {
@@ -212,31 +214,59 @@ func main() {
 		fail("cannot listen on %s: %v", address, err)
 	}
 
-	var draining atomic.Bool
-	server := &http.Server{Handler: handler(c, &draining), ReadHeaderTimeout: 5 * time.Second}
+	var inFlight atomic.Int64
+	server := &http.Server{Handler: handler(c, &inFlight), ReadHeaderTimeout: 5 * time.Second}
 	signals := make(chan os.Signal, 2)
 	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT)
 	served := make(chan error, 1)
 	go func() { served <- server.Serve(listener) }()
 	summary, _ := json.Marshal(c)
 	logf("serving on %s with %s", listener.Addr(), summary)
+	if dir, err := usableTempDir(); err != nil {
+		logf("uploads over 1 MiB will fail: %v", err)
+	} else {
+		logf("uploads over 1 MiB spool to %s", dir)
+	}
 
 	select {
 	case err := <-served:
 		fail("server stopped: %v", err)
 	case sig := <-signals:
-		logf("%v: not ready; draining for %ds", sig, c.GracefulShutdownSeconds)
+		logf("%v: listener closed; waiting up to %ds for %d request(s) in flight",
+			sig, c.GracefulShutdownSeconds, inFlight.Load())
 	}
-	draining.Store(true)
-	select {
-	case <-time.After(time.Duration(c.GracefulShutdownSeconds) * time.Second):
-	case sig := <-signals:
-		logf("%v again: stopping now", sig)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	shutdown(server, time.Duration(c.GracefulShutdownSeconds)*time.Second, signals, &inFlight)
+}
+
+// cancellationCleanup is how long uvicorn lets cancelled requests clean up
+// (the runtime's CANCELLATION_CLEANUP_SECONDS), here their spooled files.
+const cancellationCleanup = time.Second
+
+// shutdown stops the way uvicorn does: Shutdown closes the listener at once
+// (new connections are refused) and idle connections, then returns as soon
+// as no request is in flight. Requests still running when the drain period
+// ends, or at a second SIGINT, are cut off.
+func shutdown(server *http.Server, drain time.Duration, signals <-chan os.Signal, inFlight *atomic.Int64) {
+	ctx, cancel := context.WithTimeout(context.Background(), drain)
 	defer cancel()
+	go func() {
+		for sig := range signals {
+			if sig == syscall.SIGINT {
+				logf("interrupt again: stopping now")
+				cancel()
+				return
+			}
+		}
+	}()
+	began := time.Now()
 	if err := server.Shutdown(ctx); err != nil {
-		logf("shutdown: %v", err)
+		logf("%d request(s) still in flight after %v (drain period %v): closing them",
+			inFlight.Load(), time.Since(began).Round(time.Millisecond), drain)
+		server.Close()
+		for deadline := time.Now().Add(cancellationCleanup); inFlight.Load() > 0 && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond)
+		}
+		return
 	}
-	logf("drained; exiting")
+	logf("no request in flight after %v; exiting", time.Since(began).Round(time.Millisecond))
 }

@@ -6,8 +6,8 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient
 
-from webhook.app import AdmissionSettings, create_admission_app
-from webhook.metrics import WebhookMetrics
+from trussium_operator.webhook.app import AdmissionSettings, create_admission_app
+from trussium_operator.webhook.metrics import WebhookMetrics
 
 from .reviews import OPERATOR
 

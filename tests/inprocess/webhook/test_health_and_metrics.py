@@ -8,9 +8,9 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient
 
-from cmdline.logs import JsonFormatter
-from webhook.app import create_health_app
-from webhook.metrics import WebhookMetrics
+from trussium_operator.cmdline.logs import JsonFormatter
+from trussium_operator.webhook.app import create_health_app
+from trussium_operator.webhook.metrics import WebhookMetrics
 
 from .conftest import Client
 from .reviews import review as make_review
@@ -69,7 +69,7 @@ async def test_one_json_log_line_per_admission_without_contents(
     client: Client, caplog: pytest.LogCaptureFixture
 ) -> None:
     obj = runtime(podMetadata={"annotations": {"note": "do-not-log-me"}})
-    with caplog.at_level(logging.INFO, logger="webhook.app"):
+    with caplog.at_level(logging.INFO, logger="trussium_operator.webhook.app"):
         await client.post("/validate-trussiumruntime", json=make_review(obj, dry_run=True))
     records = [r for r in caplog.records if r.getMessage() == "admission reviewed"]
     assert len(records) == 1

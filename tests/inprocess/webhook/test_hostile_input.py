@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from common.admission import MAX_CAUSES
-from common.json_limits import MAX_DEPTH
-from common.parsing import MAX_COLLECTION_ENTRIES
+from trussium_operator.common.admission import MAX_CAUSES
+from trussium_operator.common.json_limits import MAX_DEPTH
+from trussium_operator.common.parsing import MAX_COLLECTION_ENTRIES
 
 from .conftest import MakeClient
 from .reviews import DEPLOYMENT_KIND, response, review, runtime

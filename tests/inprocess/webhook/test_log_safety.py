@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from cmdline.logs import configure_logging
+from trussium_operator.cmdline.logs import configure_logging
 
 REST_LOGGER = "kubernetes_asyncio.client.rest"
 
@@ -28,7 +28,7 @@ def test_debug_level_does_not_open_the_kubernetes_client_response_bodies() -> No
     configure_logging("debug", stream=stream)
     logging.getLogger(REST_LOGGER).debug("response body: %s", '{"data": {"tls.key": "S3CR3T"}}')
     logging.getLogger(REST_LOGGER).info("client message at info")
-    logging.getLogger("webhook.app").debug("our own debug line")
+    logging.getLogger("trussium_operator.webhook.app").debug("our own debug line")
     lines = [json.loads(line) for line in stream.getvalue().splitlines()]
     assert [line["msg"] for line in lines] == ["client message at info", "our own debug line"]
     assert "S3CR3T" not in stream.getvalue()

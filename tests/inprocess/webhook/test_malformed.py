@@ -82,7 +82,7 @@ async def test_a_failing_decision_is_a_plain_500_so_the_failure_policy_applies(
     def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("secret detail that must not leak")
 
-    monkeypatch.setattr("webhook.app.validate_runtime", broken)
+    monkeypatch.setattr("trussium_operator.webhook.app.validate_runtime", broken)
     answer = await client.post("/validate-trussiumruntime", json=review(runtime()))
     assert answer.status == 500
     error = await answer.json()

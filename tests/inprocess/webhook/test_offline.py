@@ -2,13 +2,14 @@
 
 import io
 import json
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 import yaml
 
-from webhook.cli import main
+from trussium_operator.webhook.cli import main
 
 from .reviews import SAMPLES
 
@@ -182,7 +183,7 @@ def test_the_same_runtime_twice_is_a_warning(
     ("content", "message"),
     [
         ("a: [unclosed", "invalid YAML or JSON at line"),
-        ("a: 1\na: 2\n", "duplicate key"),
+        ("~: a\n", "unsupported map key"),
     ],
 )
 def test_parse_errors_exit_2(
@@ -222,6 +223,8 @@ def test_json_output_fills_field_on_every_finding(capsys: pytest.CaptureFixture[
         "severity": "error",
         "field": "spec.image",
         "message": "exactly one of tag or digest must be specified",
+        "line": 7,
+        "column": 3,
     } in report["errors"]
     assert report["warnings"] == [
         {
@@ -232,6 +235,8 @@ def test_json_output_fills_field_on_every_finding(capsys: pytest.CaptureFixture[
             "field": "spec.image.tag",
             "message": "the mutable tag 'latest' makes rollouts unreproducible; "
             "pin a version tag or a digest",
+            "line": 9,
+            "column": 5,
         }
     ]
     assert all(finding["field"] for finding in report["errors"] + report["warnings"])
@@ -289,3 +294,203 @@ def test_print_defaulted_writes_yaml_to_stdout(capsys: pytest.CaptureFixture[str
     assert defaulted["spec"]["service"] == {"type": "ClusterIP", "port": 9000}
     assert "warning" in err
     assert "1 TrussiumRuntime(s)" in err
+
+
+def test_numbers_are_read_as_the_api_server_reads_them(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """`1e3` is the number 1000 for the API server: no tag, but a replica count."""
+    tag = write(tmp_path, "tag.yaml", MINIMAL.replace("name: minimal", "name: a") + "")
+    tag_text = Path(tag).read_text()
+    Path(tag).write_text(re.sub(r"tag: .*", "tag: 1e3", tag_text))
+    replicas = write(
+        tmp_path, "replicas.yaml", MINIMAL.replace("spec:\n", "spec:\n  replicas: 1e3\n")
+    )
+    code, out, _ = run(capsys, tag)
+    assert code == 1
+    assert f"{tag}: default/a: spec.image.tag:" in out
+    code, out, _ = run(capsys, replicas)
+    assert (code, out.splitlines()[-1].split(":")[1]) == (
+        0,
+        " 1 valid, 0 invalid; 0 error(s), 0 warning(s)",
+    )
+
+
+def test_folder_walks_leave_out_version_control_and_node_modules(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    write(tmp_path, "deploy/runtime.yaml", MINIMAL)
+    for hidden in (".git/objects/x.yaml", "node_modules/pkg/a.yaml", "deploy/.hg/b.yml"):
+        write(tmp_path, hidden, "not: [valid")
+    code, out, err = run(capsys, str(tmp_path))
+    assert (code, err) == (0, "")
+    assert "1 TrussiumRuntime(s) in 1 file(s)" in out
+
+
+def test_ignore_filename_pattern_is_repeatable_and_searched(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    write(tmp_path, "repo/deploy/runtime.yaml", MINIMAL)
+    write(tmp_path, "repo/deploy/kustomization.yaml", "resources: [runtime.yaml]\n")
+    write(tmp_path, "repo/chart/templates/runtime.yaml", "spec: [broken")
+    named = write(tmp_path, "other/broken.yaml", "spec: [broken")
+    repo = str(tmp_path / "repo")
+    args = ["--ignore-filename-pattern", "templates/", "--ignore-filename-pattern", r"kustom"]
+    code, out, err = run(capsys, *args, repo, named)
+    assert code == 2
+    assert err.startswith(f"{named}: invalid YAML or JSON at line 2")
+    assert err.count("\n") == 1
+    assert "1 TrussiumRuntime(s) in 2 file(s)" in out
+    code, _, _ = run(capsys, *args, "--ignore-filename-pattern", "broken", repo, named)
+    assert code == 0
+    with pytest.raises(SystemExit) as exited:
+        main(["validate", "--ignore-filename-pattern", "(", repo])
+    assert exited.value.code == 2
+    assert "not a regular expression" in capsys.readouterr().err
+
+
+def test_unreadable_files_are_counted(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    broken = write(tmp_path, "broken.yaml", "a: [unclosed")
+    binary = tmp_path / "binary.yaml"
+    binary.write_bytes(b"\xff\xfe\x00")
+    code, out, err = run(capsys, broken, str(binary))
+    assert code == 2
+    assert out == (
+        "0 TrussiumRuntime(s) in 2 file(s): 0 valid, 0 invalid; 0 error(s), 0 warning(s); "
+        "2 input(s) unreadable (failed)\n"
+    )
+    assert f"{binary}: cannot read: not UTF-8 text" in err
+
+
+HELM_TEMPLATE = """apiVersion: runtime.trussium.io/v1alpha1
+kind: TrussiumRuntime
+metadata:
+  name: {{ include "chart.fullname" . }}
+spec:
+  {{- toYaml .Values.spec | nindent 2 }}
+"""
+CLOUDFORMATION = (
+    "Resources:\n  Bucket:\n    Type: AWS::S3::Bucket\n    Properties:\n"
+    "      BucketName: !Ref Name\n"
+)
+
+
+def test_templates_and_custom_tags_are_skipped_with_a_notice(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    template = write(tmp_path, "chart/templates/runtime.yaml", HELM_TEMPLATE)
+    tagged = write(tmp_path, "aws/stack.yaml", CLOUDFORMATION)
+    python = write(tmp_path, "py.yaml", "a: !!python/tuple [1, 2]\n")
+    for extra in ([], ["--strict"]):  # what pre-commit runs
+        code, out, err = run(capsys, *extra, VALID, template, tagged, python)
+        assert code == 0
+        assert out.splitlines()[-1] == (
+            "1 TrussiumRuntime(s) in 4 file(s): 1 valid, 0 invalid; 0 error(s), 0 warning(s); "
+            "3 skipped (templates or custom tags)"
+        )
+    assert err.splitlines() == [
+        f"{template}: skipped: a template (it contains {{{{ ... }}}}): render it first, "
+        "for example helm template ... | trussium-webhook validate -f -",
+        f"{tagged}: skipped: custom tag !Ref at line 5: not a Kubernetes manifest "
+        "(the API server would ignore the tag)",
+        f"{python}: skipped: custom tag tag:yaml.org,2002:python/tuple at line 1: not a "
+        "Kubernetes manifest (the API server would ignore the tag)",
+    ]
+    code, out, _ = run(capsys, "--fail-on-skipped", VALID, template)
+    assert code == 2
+    assert out.endswith("1 skipped (templates or custom tags) (failed)\n")
+    code, out, _ = run(capsys, "-o", "junit", VALID, template)
+    suite = ET.fromstring(out)
+    assert (code, suite.get("tests"), suite.get("skipped")) == (0, "2", "1")
+
+
+def test_sarif_regions_point_at_the_field_and_at_parse_errors(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    broken = write(tmp_path, "broken.yaml", "kind: A\nspec:\n  a: 1\n  a: .nan\n")
+    template = write(tmp_path, "t.yaml", CLOUDFORMATION)
+    code, out, _ = run(capsys, "-o", "sarif", AUTOSCALING, broken, template)
+    assert code == 2
+    results = json.loads(out)["runs"][0]["results"]
+    regions = {
+        (r["ruleId"], r["message"]["text"].split(":")[1].strip()): r["locations"][0][
+            "physicalLocation"
+        ].get("region")
+        for r in results
+    }
+    autoscaling = (SAMPLES / "invalid" / "autoscaling.yaml").read_text().splitlines()
+    line = next(i for i, text in enumerate(autoscaling, 1) if text.strip() == "autoscaling:")
+    assert regions[("invalid", "spec.autoscaling")] == {"startLine": line, "startColumn": 3}
+    (unreadable,) = [r for r in results if r["ruleId"] == "unreadable"]
+    assert unreadable["locations"][0]["physicalLocation"]["region"] == {
+        "startLine": 4,
+        "startColumn": 6,
+    }
+    assert [r["level"] for r in results if r["ruleId"] == "skipped"] == ["note"]
+
+
+def test_many_files_are_checked_in_processes_with_the_same_report(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Duplicates across the processes' shares are still found; the order is the files'."""
+    for i in range(250):
+        name = "dup" if i in (3, 240) else f"r{i}"
+        write(tmp_path, f"r{i:03}.yaml", MINIMAL.replace("name: minimal", f"name: {name}"))
+    write(tmp_path, "r100.yaml", MINIMAL.replace("tag:", "digest:"))
+    serial = run(capsys, "--jobs", "1", "-o", "json", str(tmp_path))
+    parallel = run(capsys, "--jobs", "2", "-o", "json", str(tmp_path))
+    assert serial == parallel
+    report = json.loads(parallel[1])
+    assert [w["message"] for w in report["warnings"]] == [
+        f"default/dup is also defined in {tmp_path / 'r003.yaml'}; "
+        "applying both keeps only the later one"
+    ]
+    assert [e["file"] for e in report["errors"]] == [str(tmp_path / "r100.yaml")]
+
+
+def test_a_key_set_twice_is_a_warning_at_its_place(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    twice = write(tmp_path, "twice.yaml", MINIMAL + "  replicas: 2\n  replicas: 3\n")
+    code, out, _ = run(capsys, "-o", "json", twice)
+    (warning,) = json.loads(out)["warnings"]
+    assert code == 0
+    assert (warning["field"], warning["line"]) == ("spec.replicas", MINIMAL.count("\n") + 2)
+    assert warning["message"].startswith("set more than once in one mapping")
+    code, _, _ = run(capsys, "--strict", twice)
+    assert code == 1
+
+
+def test_stored_judges_live_objects_as_the_controller_will(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The migration preflight: a tolerated rule is a warning saying what the operator
+    does; a rule that freezes the runtime fails, saying so."""
+    sample = yaml.safe_load(MINIMAL)
+    sample["metadata"]["name"] = "go-sample"
+    sample["spec"]["autoscaling"] = {"enabled": True}
+    frozen = yaml.safe_load(MINIMAL)
+    frozen["metadata"]["name"] = "frozen"
+    frozen["spec"]["scheduling"] = {"tolerations": [{"key": "gpu", "operator": "Exist"}]}
+    tolerated_only = write(tmp_path, "sample.yaml", yaml.safe_dump(sample))
+    code, out, _ = run(capsys, "--stored", "-f", tolerated_only)
+    assert code == 0, out
+    assert (
+        f"{tolerated_only}: default/go-sample: warning: spec.autoscaling.enabled: autoscaling "
+        "needs spec.resources.requests.cpu" in out
+    )
+    assert "[AutoscalingWithoutCPURequest]; still reconciled, with the ConfigurationWarnings" in out
+    assert "it cannot measure CPU utilization, so it does not scale" in out
+    assert run(capsys, "-f", tolerated_only)[0] == 1, "without --stored, every rule holds"
+
+    both = write(tmp_path, "both.yaml", yaml.safe_dump_all([sample, frozen]))
+    code, out, _ = run(capsys, "--stored", "-f", both)
+    assert code == 1
+    assert (
+        "default/frozen: spec.scheduling.tolerations[0].operator: unsupported operator 'Exist'"
+        in out
+    )
+    assert "does not reconcile this runtime until it is fixed (InvalidSpec)" in out
+    assert out.splitlines()[-1] == (
+        "2 TrussiumRuntime(s) in 1 file(s): 1 valid, 1 invalid; 1 error(s), 1 warning(s) (failed)"
+    )

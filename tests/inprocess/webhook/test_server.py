@@ -6,11 +6,11 @@ from pathlib import Path
 
 import aiohttp
 
-from certs.cli import main_certs
 from devcluster.layout import free_port
-from webhook.app import AdmissionSettings, create_admission_app
-from webhook.metrics import WebhookMetrics
-from webhook.server import ServeOptions, serve, start_site
+from trussium_operator.certs.cli import main_certs
+from trussium_operator.webhook.app import AdmissionSettings, create_admission_app
+from trussium_operator.webhook.metrics import WebhookMetrics
+from trussium_operator.webhook.server import ServeOptions, serve, start_site
 
 from .reviews import OPERATOR, review, runtime
 

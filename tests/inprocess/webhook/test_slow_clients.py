@@ -18,13 +18,14 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from certs.cli import main_certs
-from certs.reload import ReloadingTLS
 from devcluster.layout import free_port
-from webhook.app import AdmissionSettings, create_admission_app
-from webhook.connections import ConnectionLimits, Listener
-from webhook.metrics import WebhookMetrics
-from webhook.server import start_site
+from trussium_operator.certs.cli import main_certs
+from trussium_operator.certs.reload import ReloadingTLS
+from trussium_operator.webhook.app import AdmissionSettings, create_admission_app
+from trussium_operator.webhook.connections import Listener
+from trussium_operator.webhook.limits import ConnectionLimits
+from trussium_operator.webhook.metrics import WebhookMetrics
+from trussium_operator.webhook.server import start_site
 
 from .reviews import OPERATOR, review, runtime
 

@@ -33,6 +33,7 @@ INVALID = {
     "autoscaling.yaml": {"spec.autoscaling", "spec.autoscaling.enabled"},
     "network-policy-without-ingress.yaml": {"spec.networkPolicy"},
     "autoscaling-without-cpu.yaml": {"spec.autoscaling.enabled"},
+    "scratch-over-ephemeral-limit.yaml": {"spec.scratch.sizeLimit"},
 }
 
 

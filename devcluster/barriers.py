@@ -18,7 +18,7 @@ from typing import TypeVar
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from controller.metrics import CONTROLLER, QUEUE
+from trussium_operator.controller.metrics import CONTROLLER, QUEUE
 
 T = TypeVar("T")
 

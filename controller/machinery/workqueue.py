@@ -15,8 +15,8 @@ from collections import deque
 from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
 
-from controller import metrics
-from controller.tokenbucket import TokenBucket
+from trussium_operator.controller.machinery import metrics
+from trussium_operator.controller.machinery.tokenbucket import TokenBucket
 
 BASE_DELAY = 0.005
 MAX_DELAY = 1000.0

@@ -8,6 +8,12 @@ or malformed event, an error of our own) relists after a backoff, and the
 relist reports as changes whatever moved or vanished in between, so no
 change is lost. From a failure until a watch is open again the informer
 is not `fresh`, which turns readiness red.
+
+An optional resource (a kind whose CRD may not be installed) whose list
+answers 404 is not served: its cache counts as synced and fresh, empty and
+not `served`, so it holds up neither cache sync nor readiness, and the list
+is tried again every ABSENT_RETRY_SECONDS until the API appears; then it is
+listed and watched like any other, and `on_served` is told.
 """
 
 import asyncio
@@ -16,14 +22,24 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from controller.backoff import Backoff
-from controller.cache import Cache, Change
-from controller.kube import JSON, ApiError, Kube, KubeError, Resource, TransportError, describe
+from trussium_operator.controller.machinery.backoff import Backoff
+from trussium_operator.controller.machinery.cache import Cache, Change
+from trussium_operator.controller.machinery.kube import (
+    JSON,
+    ApiError,
+    Kube,
+    KubeError,
+    Resource,
+    TransportError,
+    describe,
+)
 
 log = logging.getLogger("controller.informer")
 PAGE_SIZE = 500
 # client-go's rule: a watch closed within a second with no event is a failure, not a resume.
 SHORT_WATCH_SECONDS = 1.0
+# How often an optional resource's absent API is looked for (one small list each time).
+ABSENT_RETRY_SECONDS = 10.0
 
 
 class GoneError(Exception):
@@ -32,6 +48,10 @@ class GoneError(Exception):
 
 class ShortWatchError(Exception):
     """The server closed a watch at once without an event."""
+
+
+class NotServedError(Exception):
+    """An optional resource's API is not served (its CRD is not installed)."""
 
 
 class Informer:
@@ -46,6 +66,9 @@ class Informer:
         accept: tuple[str, str] = (JSON, JSON),
         cache: Cache | None = None,
         backoff: Backoff | None = None,
+        optional: bool = False,
+        on_served: Callable[[], None] = lambda: None,
+        absent_retry: float = ABSENT_RETRY_SECONDS,
     ) -> None:
         self.kube = kube
         self.resource = resource
@@ -56,12 +79,17 @@ class Informer:
         self._list_accept, self._watch_accept = accept
         self._backoff = backoff or Backoff()
         self._version = ""  # where the next watch starts: the last version handled
+        self._optional = optional
+        self._on_served = on_served
+        self._absent_retry = absent_retry
 
     async def run(self) -> None:
         """List and watch until cancelled; no failure ends it."""
         while True:
             try:
                 await self._list_and_watch()
+            except NotServedError:
+                await asyncio.sleep(self._absent_retry * (1 + 0.2 * random.random()))
             except Exception as error:
                 await self._back_off(error, "relisting")
 
@@ -108,14 +136,34 @@ class Informer:
         self.cache.store.listing()
         try:
             items, version = await self._list_pages()
+        except ApiError as error:
+            if not (self._optional and error.not_found):
+                self.cache.last_error = str(error)
+                raise
+            self._settle(served=False, items=[])
+            raise NotServedError from error
         except KubeError as error:
             self.cache.last_error = str(error)
             raise
+        self._settle(served=True, items=items)
+        return version
+
+    def _settle(self, *, served: bool, items: list[dict[str, Any]]) -> None:
+        """A list answered: the store holds `items` (none while the API is not served)."""
         for change in self.cache.store.replace(items):
             self._on_change(change)
+        was_served, self.cache.served = self.cache.served, served
+        if was_served != served:
+            log.info(
+                "API served" if served else "API not served, looking for it again periodically",
+                extra={"fields": self._fields()},
+            )
+            if served:
+                self._on_served()
         self.cache.last_error = None
+        if not served:
+            self._opened()  # up to date: there is nothing to watch
         self.cache.synced.set()
-        return version
 
     async def _list_pages(self) -> tuple[list[dict[str, Any]], str]:
         """Every page, keeping only what the store admits as each arrives, so a scoped

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from controller.names import NamespacedName
+from trussium_operator.controller.machinery.names import NamespacedName
 
 Obj = dict[str, Any]
 # kubectl stores a whole applied object here; for a Secret that includes its data.
@@ -59,8 +59,8 @@ class Store:
         self._transform = transform
         self._index = index
 
-    def get(self, namespace: str, name: str) -> Obj | None:
-        return self._objects.get(NamespacedName(namespace, name))
+    def get(self, key: NamespacedName) -> Obj | None:
+        return self._objects.get(key)
 
     def __len__(self) -> int:
         return len(self._objects)
@@ -112,14 +112,16 @@ class Cache:
     """What readers of one watch get: its Store, and whether the Store can be trusted.
 
     The informer filling it sets `synced` after its first complete list (and
-    keeps it), `fresh` while listed and watching with no failure since, and
-    `last_error` while its last list failed."""
+    keeps it), `fresh` while listed and watching with no failure since,
+    `last_error` while its last list failed, and `served` False while the API
+    of an optional resource is not served (the store is then empty)."""
 
     def __init__(self, store: Store | None = None) -> None:
         self.store = store if store is not None else Store()  # an empty Store is falsy
         self.synced = asyncio.Event()
         self.fresh = False
         self.last_error: str | None = None
+        self.served = True
 
 
 def _version(obj: Obj | None) -> str | None:

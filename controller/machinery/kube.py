@@ -11,6 +11,7 @@ import json
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -19,9 +20,8 @@ from aiohttp.http_exceptions import HttpProcessingError
 from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from common import constants as c
-from controller import metrics
-from controller.tokenbucket import TokenBucket
+from trussium_operator.controller.machinery import metrics
+from trussium_operator.controller.machinery.tokenbucket import TokenBucket
 
 JSON = "application/json"
 APPLY_PATCH = "application/apply-patch+yaml"
@@ -44,22 +44,14 @@ class Resource:
         return f"{base}/{name}" if name else base
 
 
-RUNTIMES = Resource(c.API_VERSION, c.KIND, c.PLURAL)
 SECRETS = Resource("v1", "Secret", "secrets")
 EVENTS = Resource("events.k8s.io/v1", "Event", "events")
 LEASES = Resource("coordination.k8s.io/v1", "Lease", "leases")
-_PLURALS = {
-    "ConfigMap": "configmaps",
-    "ServiceAccount": "serviceaccounts",
-    "Service": "services",
-    "Deployment": "deployments",
-    "PodDisruptionBudget": "poddisruptionbudgets",
-    "NetworkPolicy": "networkpolicies",
-    "HorizontalPodAutoscaler": "horizontalpodautoscalers",
-}
-OWNED = {
-    kind: Resource(c.MANAGED_API_VERSIONS[kind], kind, plural) for kind, plural in _PLURALS.items()
-}
+
+
+def micro_time(now: datetime) -> str:
+    """A `MicroTime` field's format (Lease renewals, Event times)."""
+    return now.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 class KubeError(Exception):

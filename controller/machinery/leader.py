@@ -25,9 +25,16 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from controller import metrics
-from controller.kube import LEASES, ApiError, Kube, KubeError, describe
-from controller.recorder import micro_time
+from trussium_operator.controller.machinery import metrics
+from trussium_operator.controller.machinery.kube import (
+    LEASES,
+    ApiError,
+    Kube,
+    KubeError,
+    describe,
+    micro_time,
+)
+from trussium_operator.controller.machinery.names import NamespacedName
 
 log = logging.getLogger("controller.leader")
 RELEASE_SECONDS = 5.0
@@ -94,20 +101,20 @@ class LeaderElector:
     def __init__(
         self,
         kube: Kube,
-        namespace: str,
-        name: str,
+        lease: NamespacedName,
         identity: str,
         timing: Timing = Timing(),
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.kube, self.namespace, self.name, self.identity = kube, namespace, name, identity
+        self.kube, self.lease, self.identity = kube, lease, identity
         self.timing = timing
         self._clock = clock
         self._lease: dict[str, Any] | None = None
         self._observed: tuple[LeaseRecord | None, float] = (None, 0.0)
         self._renewed_at = 0.0
         self.leading = False
-        metrics.LEADER.labels(name).set(0)
+        metrics.LEADER.labels(lease.name).set(0)
+        metrics.LEADER_SLOWPATH.labels(lease.name)
 
     async def acquire(self) -> None:
         """Return once this process holds the Lease."""
@@ -122,7 +129,7 @@ class LeaderElector:
             await asyncio.sleep(self.timing.retry_period * (1 + 0.2 * random.random()))
         self.leading = True
         self._renewed_at = attempt
-        metrics.LEADER.labels(self.name).set(1)
+        metrics.LEADER.labels(self.lease.name).set(1)
         log.info("became leader", extra={"fields": self._fields()})
 
     def valid(self) -> bool:
@@ -153,11 +160,11 @@ class LeaderElector:
                 self._renewed_at = attempt
             elif self._clock() - last >= self.timing.renew_deadline:
                 self._lost()
-                raise LeadershipLostError(f"lease {self.namespace}/{self.name} not renewed in time")
+                raise LeadershipLostError(f"lease {self.lease} not renewed in time")
 
     def _lost(self) -> None:
         self.leading = False
-        metrics.LEADER.labels(self.name).set(0)
+        metrics.LEADER.labels(self.lease.name).set(0)
         log.error("leader lease lost", extra={"fields": self._fields()})
 
     async def release(self) -> None:
@@ -165,11 +172,11 @@ class LeaderElector:
         if not self.leading or self._lease is None:
             return
         self.leading = False
-        metrics.LEADER.labels(self.name).set(0)
+        metrics.LEADER.labels(self.lease.name).set(0)
         lease = self._lease | {"spec": released_spec(self._lease["spec"], datetime.now(UTC))}
         try:
             await asyncio.wait_for(
-                self.kube.request("PUT", LEASES.path(self.namespace, self.name), body=lease),
+                self.kube.request("PUT", LEASES.path(*self.lease), body=lease),
                 RELEASE_SECONDS,
             )
             log.info("leader lease released", extra={"fields": self._fields()})
@@ -177,15 +184,17 @@ class LeaderElector:
             log.warning("cannot release the lease", extra={"fields": self._failure(error)})
 
     def _fields(self) -> dict[str, str]:
-        return {"lease": f"{self.namespace}/{self.name}", "identity": self.identity}
+        return {"lease": str(self.lease), "identity": self.identity}
 
     def _failure(self, error: Exception) -> dict[str, str]:
         return self._fields() | {"error": describe(error)}
 
     async def _try(self) -> bool:
-        """One acquire-or-renew attempt; a renewal reuses the Lease we wrote last (one PUT)."""
+        """One acquire-or-renew attempt; a renewal reuses the Lease we wrote last (one PUT,
+        client-go's fast path); after a conflict it reads the Lease first (the slow path)."""
+        fast = self.leading and self._lease is not None
         try:
-            lease = self._lease if self.leading and self._lease else await self._get()
+            lease = self._lease if fast and self._lease else await self._get()
         except ApiError as error:
             if not error.not_found:
                 raise
@@ -196,6 +205,8 @@ class LeaderElector:
             self._observed = (record, now)
         if not can_take(record, self.identity, self._observed[1], now):
             return False
+        if self.leading and not fast:
+            metrics.LEADER_SLOWPATH.labels(self.lease.name).inc()
         body = lease | {
             "spec": claimed_spec(
                 lease.get("spec"),
@@ -205,9 +216,7 @@ class LeaderElector:
             )
         }
         try:
-            self._lease = await self.kube.request(
-                "PUT", LEASES.path(self.namespace, self.name), body=body
-            )
+            self._lease = await self.kube.request("PUT", LEASES.path(*self.lease), body=body)
         except ApiError as error:
             if error.conflict:
                 self._lease = None
@@ -216,19 +225,21 @@ class LeaderElector:
         return True
 
     async def _get(self) -> dict[str, Any]:
-        return await self.kube.request("GET", LEASES.path(self.namespace, self.name))
+        return await self.kube.request("GET", LEASES.path(*self.lease))
 
     async def _create(self) -> bool:
         body = {
             "apiVersion": LEASES.api_version,
             "kind": "Lease",
-            "metadata": {"name": self.name, "namespace": self.namespace},
+            "metadata": {"name": self.lease.name, "namespace": self.lease.namespace},
             "spec": claimed_spec(
                 None, self.identity, int(self.timing.lease_duration), datetime.now(UTC)
             ),
         }
         try:
-            self._lease = await self.kube.request("POST", LEASES.path(self.namespace), body=body)
+            self._lease = await self.kube.request(
+                "POST", LEASES.path(self.lease.namespace), body=body
+            )
         except ApiError as error:
             if error.conflict:
                 return False

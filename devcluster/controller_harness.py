@@ -17,10 +17,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from common.conditions import conditions_of, find_condition
-from devcluster import ControlPlane, polling
+from devcluster import ControlPlane, barriers, polling
 from devcluster.layout import free_port
-from tests.support import barriers
+from trussium_operator.common.conditions import conditions_of, find_condition
 
 USER_AGENT_PREFIX = "trussium-operator/"
 IMAGE = "ghcr.io/trussium/runtime"
@@ -85,7 +84,7 @@ class Controller:
         return text
 
     def wait_quiescent(self, interval: float = 1.0, timeout: float = 60.0) -> None:
-        """Until every change the controller was told of is handled (tests/support/barriers.py)."""
+        """Until every change the controller was told of is handled (devcluster/barriers.py)."""
         barriers.wait_quiescent(self.scrape, interval, timeout)
 
     def metric(self, name: str, **labels: str) -> float:
@@ -150,6 +149,46 @@ def runtime_manifest(name: str, namespace: str, **spec: Any) -> Obj:
 def apply(plane: ControlPlane, obj: Obj) -> None:
     plane.kubectl(
         "apply", "--server-side", "--field-manager=test", "-f", "-", input=json.dumps(obj)
+    )
+
+
+def patch_status(
+    kubectl: Callable[..., object], kind: str, name: str, namespace: str, status: Obj
+) -> None:
+    """Write `status` over an object's status subresource (a merge patch), as its
+    controller would."""
+    kubectl(
+        "patch",
+        kind,
+        name,
+        "-n",
+        namespace,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        json.dumps({"status": status}),
+    )
+
+
+def fill_pod_quota(plane: ControlPlane, namespace: str, pods: int) -> None:
+    """A ResourceQuota of `pods` Pods, once it counts that many running: the next Pod
+    (a rollout's surge Pod) is refused, and the Deployment reports ReplicaFailure."""
+    name = f"pods-{pods}"
+    quota = {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"hard": {"pods": str(pods)}},
+    }
+    apply(plane, quota)
+    wait_for(
+        lambda: (
+            (must_get(plane, "resourcequota", name, namespace).get("status") or {})
+            .get("used", {})
+            .get("pods")
+            == str(pods)
+        ),
+        f"the quota to count {pods} running pods",
     )
 
 

@@ -1,0 +1,1 @@
+"""The generic controller machinery: nothing here knows about TrussiumRuntimes."""

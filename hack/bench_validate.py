@@ -1,0 +1,168 @@
+"""`trussium-webhook validate` beside kubeconform on 1,000 TrussiumRuntime files.
+
+Generates the files (the repository's examples and valid samples, renamed,
+in turn), converts the chart's CRD schema to the JSON schema kubeconform
+reads, builds kubeconform from the Go module proxy once into a cache (under
+the Kubernetes build's lock: one Go build at a time) and runs both, offline,
+several rounds in alternation. Prints the median wall and CPU seconds of
+each, the ratio, the load average and the usable cores: this machine is
+shared, so compare the ratio and quote the load with any number.
+
+    .venv/bin/python -m hack.bench_validate [--files 1000] [--rounds 7] [--output F]
+"""
+
+import argparse
+import fcntl
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+CRD = ROOT / "charts/trussium-operator/crds/trussiumruntimes.runtime.trussium.io.yaml"
+SOURCES = sorted(ROOT.glob("examples/runtime*.yaml")) + sorted(
+    ROOT.glob("tests/samples/valid/*.yaml")
+)
+KUBECONFORM_MODULE = "github.com/yannh/kubeconform/cmd/kubeconform"
+KUBECONFORM_VERSION = "v0.8.0"
+BUILD_TIMEOUT_SECONDS = 1800.0
+RUN_TIMEOUT_SECONDS = 300.0
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "trussium-operator"
+
+
+def kubeconform() -> Path:
+    """The pinned kubeconform, built on first use (CGO off, trimmed paths, niced)."""
+    target = cache_root() / "kubeconform" / KUBECONFORM_VERSION
+    binary = target / "kubeconform"
+    if binary.exists():
+        return binary
+    target.mkdir(parents=True, exist_ok=True)
+    lock_path = cache_root() / "k8s" / ".lock"  # hack/k8s/build.sh's: one Go build at a time
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with lock_path.open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not binary.exists():
+            print(f">> building kubeconform {KUBECONFORM_VERSION}", file=sys.stderr)
+            environment = os.environ | {"GOBIN": str(target), "CGO_ENABLED": "0"}
+            module = f"{KUBECONFORM_MODULE}@{KUBECONFORM_VERSION}"
+            subprocess.run(
+                ["nice", "-n", "10", "go", "install", "-trimpath", module],
+                env=environment,
+                check=True,
+                timeout=BUILD_TIMEOUT_SECONDS,
+            )
+    return binary
+
+
+def json_schema(folder: Path) -> str:
+    """The CRD's served schema as kubeconform's file; returns its -schema-location template."""
+    crd = yaml.safe_load(CRD.read_text())
+    kind = crd["spec"]["names"]["kind"].lower()
+    for version in crd["spec"]["versions"]:
+        schema = {"$schema": "http://json-schema.org/draft-07/schema#"}
+        schema |= version["schema"]["openAPIV3Schema"]
+        (folder / f"{kind}_{version['name']}.json").write_text(json.dumps(schema))
+    return str(folder / "{{ .ResourceKind }}_{{ .ResourceAPIVersion }}.json")
+
+
+def generate(folder: Path, count: int) -> None:
+    runtimes = [
+        document
+        for source in SOURCES
+        for document in yaml.safe_load_all(source.read_text())
+        if document and document.get("kind") == "TrussiumRuntime"
+    ]
+    for i in range(count):
+        document = runtimes[i % len(runtimes)]
+        document["metadata"]["name"] = f"runtime-{i}"
+        (folder / f"runtime-{i:04}.yaml").write_text(yaml.safe_dump(document, sort_keys=False))
+
+
+def timed(argv: list[str]) -> tuple[float, float, str]:
+    """(wall seconds, CPU seconds of the process and its children, last output line)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    done = subprocess.run(
+        argv, capture_output=True, text=True, timeout=RUN_TIMEOUT_SECONDS, check=False
+    )
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    if done.returncode != 0:
+        raise SystemExit(f"{argv[0]} exited {done.returncode}:\n{done.stdout}{done.stderr}")
+    return wall, cpu, (done.stdout + done.stderr).strip().splitlines()[-1]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--files", type=int, default=1000)
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--output", type=Path, help="save the numbers as JSON")
+    args = parser.parse_args()
+    ours = shutil.which("trussium-webhook", path=str(Path(sys.executable).parent))
+    if ours is None:
+        raise SystemExit("trussium-webhook is not installed in this environment (make venv)")
+    theirs = kubeconform()
+    with tempfile.TemporaryDirectory(prefix="bench-validate-") as work:
+        manifests, schemas = Path(work, "manifests"), Path(work, "schemas")
+        manifests.mkdir()
+        schemas.mkdir()
+        generate(manifests, args.files)
+        location = json_schema(schemas)
+        commands = {
+            "trussium-webhook validate": [ours, "validate", str(manifests)],
+            "trussium-webhook validate --jobs 1": [ours, "validate", "--jobs", "1", str(manifests)],
+            "kubeconform": [
+                str(theirs),
+                "-schema-location",
+                location,
+                "-strict",
+                "-summary",
+                str(manifests),
+            ],
+        }
+        load_before = os.getloadavg()
+        samples: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
+        summaries: dict[str, str] = {}
+        for _ in range(args.rounds):
+            for name, argv in commands.items():
+                wall, cpu, summaries[name] = timed(argv)
+                samples[name].append((wall, cpu))
+        load_after = os.getloadavg()
+    results: dict[str, Any] = {
+        name: {
+            "wall_median_s": statistics.median(w for w, _ in runs),
+            "cpu_median_s": statistics.median(c for _, c in runs),
+            "summary": summaries[name],
+        }
+        for name, runs in samples.items()
+    }
+    reference = results["kubeconform"]["wall_median_s"]
+    print(f"{args.files} files, {args.rounds} rounds, {len(os.sched_getaffinity(0))} usable cores")
+    print(f"load average (1, 5, 15 min): before {load_before}, after {load_after}")
+    for name, result in results.items():
+        result["wall_ratio_to_kubeconform"] = result["wall_median_s"] / reference
+        print(
+            f"{name:38} wall {result['wall_median_s']:.3f} s  cpu {result['cpu_median_s']:.3f} s  "
+            f"x{result['wall_ratio_to_kubeconform']:.2f}  | {result['summary']}"
+        )
+    if args.output:
+        numbers = {"files": args.files, "rounds": args.rounds, "load": [load_before, load_after]}
+        args.output.write_text(json.dumps(numbers | {"results": results}, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

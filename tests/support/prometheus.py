@@ -1,0 +1,120 @@
+"""A real Prometheus (Debian's `prometheus` package) on loopback for a test: it scrapes
+the given ports every second under target labels of our choosing (as a ServiceMonitor
+would label them), loads rule groups, and answers PromQL over its HTTP API."""
+
+import json
+import os
+import shutil
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Self
+
+import yaml
+
+from devcluster.layout import HOST, free_port
+from devcluster.process import Process
+
+BINARY = shutil.which("prometheus")
+MISSING = "no prometheus binary: install Debian's `prometheus` package (hack/setup-host.sh does)"
+READY_SECONDS = 60.0
+
+
+class Prometheus:
+    def __init__(
+        self,
+        directory: Path,
+        targets: dict[str, int],
+        labels: dict[str, str],
+        rule_groups: Sequence[dict[str, Any]] = (),
+    ) -> None:
+        assert BINARY is not None, MISSING
+        self.directory = directory
+        self.port = free_port()
+        self._targets, self._labels, self._groups = targets, labels, list(rule_groups)
+        self._process: Process | None = None
+
+    def start(self) -> Self:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        rules = self.directory / "rules.yaml"
+        rules.write_text(yaml.safe_dump({"groups": self._groups}))
+        config = {
+            "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+            "rule_files": [str(rules)],
+            "scrape_configs": [
+                {
+                    "job_name": job,
+                    "static_configs": [{"targets": [f"{HOST}:{port}"], "labels": self._labels}],
+                }
+                for job, port in self._targets.items()
+            ],
+        }
+        path = self.directory / "prometheus.yml"
+        path.write_text(yaml.safe_dump(config))
+        self._process = Process(
+            "prometheus",
+            [
+                str(BINARY),
+                f"--config.file={path}",
+                f"--storage.tsdb.path={self.directory / 'data'}",
+                f"--web.listen-address={HOST}:{self.port}",
+            ],
+            self.directory / "prometheus.log",
+            dict(os.environ),
+        )
+        self._process.start()
+        deadline = time.monotonic() + READY_SECONDS
+        while not self._ready():
+            if time.monotonic() > deadline or self._process.exit_code() is not None:
+                raise RuntimeError(f"prometheus not ready:\n{self.log()[-3000:]}")
+            time.sleep(0.2)
+        return self
+
+    def stop(self) -> None:
+        if self._process is not None:
+            self._process.terminate()
+            self._process.kill(10.0)
+            self._process = None
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *_: object) -> None:
+        self.stop()
+
+    def log(self) -> str:
+        path = self.directory / "prometheus.log"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    def _ready(self) -> bool:
+        try:
+            with urllib.request.urlopen(f"http://{HOST}:{self.port}/-/ready", timeout=2) as answer:
+                return bool(answer.status == 200)
+        except OSError:
+            return False
+
+    def api(self, path: str, **params: str) -> Any:
+        """The `data` of an API answer; an error answer fails with Prometheus' message."""
+        url = f"http://{HOST}:{self.port}/api/v1/{path}?{urllib.parse.urlencode(params)}"
+        try:
+            with urllib.request.urlopen(url, timeout=10) as answer:
+                body = json.loads(answer.read())
+        except urllib.error.HTTPError as error:
+            body = json.loads(error.read())
+        assert body["status"] == "success", f"{path} {params}: {body.get('error')}"
+        return body["data"]
+
+    def query(self, expr: str) -> list[dict[str, Any]]:
+        """An instant query's result: [{"metric": labels, "value": [time, "value"]}]."""
+        data = self.api("query", query=expr)
+        result: list[dict[str, Any]] = data["result"] if data["resultType"] == "vector" else []
+        return result
+
+    def series(self, name: str) -> list[dict[str, str]]:
+        """Series of `name` seen over the last 10 minutes."""
+        start = str(time.time() - 600)
+        found: list[dict[str, str]] = self.api("series", **{"match[]": name, "start": start})
+        return found
