@@ -6,9 +6,9 @@ BIN := $(VENV)/bin
 SRC := common webhook controller certs cmdline devcluster tests hack
 DIST ?= dist
 
-.PHONY: test venv lock host components node-components image lint typecheck pytest unit e2e-node demo cluster crd release-artifacts clean
+.PHONY: test venv lock host components node-components image lint typecheck pytest test-k8s oldest-k8s unit e2e-node demo cluster crd release-artifacts clean
 
-test: venv host components node-components lint typecheck pytest
+test: venv host components node-components lint typecheck pytest oldest-k8s
 
 venv: $(VENV)/.installed
 # Every dependency pinned with its hashes (requirements-dev.lock), then the project
@@ -63,6 +63,27 @@ typecheck: venv
 pytest: venv components node-components
 	@echo ">> pytest (unit, webhook, integration, end-to-end, chart)"
 	$(BIN)/pytest -ra --durations=15 $(PYTEST_ARGS)
+
+# Another supported minor than versions.env's newest (docs/kubernetes-versions.md):
+# its components (hack/k8s/versions-$(K8S_VERSION).env), then the tests of the
+# K8S_TIERS markers against them; the node tier only as root (it skips otherwise).
+K8S_TIERS ?= api or cluster or node
+# The api tier alone needs no controllers, scheduler or kwok (devcluster.components.API_BINARIES).
+K8S_COMPONENTS = $(if $(filter-out api,$(K8S_TIERS)),,etcd kube-apiserver kubectl helm)
+OLDEST_K8S := $(shell ls hack/k8s/versions-1.*.env | sed 's/.*versions-\(.*\)\.env/\1/' | sort -V | head -1)
+test-k8s: venv host
+	@test -n "$(K8S_VERSION)" || { echo "usage: make test-k8s K8S_VERSION=1.NN [K8S_TIERS='api or cluster']" >&2; exit 2; }
+	@echo ">> Kubernetes $(K8S_VERSION): ensuring its components (first run builds them: long)"
+	@TRUSSIUM_K8S_VERSION=$(K8S_VERSION) bash hack/k8s/build.sh $(K8S_COMPONENTS) >/dev/null
+	@if [ "$$(id -u)" = 0 ] && [[ "$(K8S_TIERS)" == *node* ]]; then \
+	  TRUSSIUM_K8S_VERSION=$(K8S_VERSION) bash hack/k8s/build-node.sh >/dev/null && bash hack/image/setup.sh; \
+	fi
+	@echo ">> pytest on Kubernetes $(K8S_VERSION): $(K8S_TIERS)"
+	TRUSSIUM_K8S_VERSION=$(K8S_VERSION) $(BIN)/pytest -ra --durations=15 -m "$(K8S_TIERS)" $(PYTEST_ARGS)
+
+# CI's share of the matrix: the api tier on the oldest supported minor.
+oldest-k8s: venv host
+	@$(MAKE) --no-print-directory test-k8s K8S_VERSION=$(OLDEST_K8S) K8S_TIERS=api
 
 unit: venv
 	$(BIN)/pytest -ra -m "not api and not cluster and not node and not image" $(PYTEST_ARGS)

@@ -50,8 +50,19 @@ class CelRule:
     holds: Callable[[Any], bool]
     name: str = ""
 
-    def schema(self) -> dict[str, str]:
-        return {"rule": self.rule, "message": self.message}
+    def schema(self) -> dict[str, Any]:
+        """The CRD's rule, ratcheted: a value unchanged since the old object passes.
+
+        The API server ratchets by itself from 1.30, but on status writes only from
+        1.33; before, a stored runtime that breaks a rule added after it was stored
+        could not take a status update at all. With `optionalOldSelf` the rule
+        still runs on create (no old value) and on every changed value.
+        """
+        return {
+            "rule": f"(oldSelf.hasValue() && oldSelf.value() == self) || ({self.rule})",
+            "optionalOldSelf": True,
+            "message": self.message,
+        }
 
 
 class RuleViolationError(ValueError):

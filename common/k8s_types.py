@@ -55,7 +55,13 @@ class IntFormat:
     def __get_pydantic_json_schema__(
         self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
     ) -> JsonSchemaValue:
-        return {**handler(schema), "format": f"int{self.bits}"}
+        # The format alone bounds the value only on newer API servers (1.32 takes
+        # 2**31 for an int32); explicit bounds hold on every minor. Beyond int64 a
+        # JSON number is no integer to the API server anyway.
+        bounds = {}
+        if self.bits < 64:
+            bounds = {"minimum": -(2 ** (self.bits - 1)), "maximum": 2 ** (self.bits - 1) - 1}
+        return bounds | handler(schema) | {"format": f"int{self.bits}"}
 
 
 INT32 = IntFormat(32)

@@ -171,6 +171,11 @@ class ControlPlane:
         return self._located_components().bin_dir
 
     @property
+    def minor(self) -> int:
+        """The Kubernetes minor it runs: versions.env's, or $TRUSSIUM_K8S_VERSION's."""
+        return self._located_components().minor
+
+    @property
     def pids(self) -> dict[str, int]:
         """Component name -> pid (also its process group id)."""
         return {p.name: p.pid for p in self._processes}
@@ -301,7 +306,7 @@ class ControlPlane:
         self._ports = Ports.allocate()
         teardown.register(self)
         try:
-            self._boot(components.bin_dir, self._layout, self._ports)
+            self._boot(components, self._layout, self._ports)
         except BaseException:
             self.stop()
             raise
@@ -349,7 +354,10 @@ class ControlPlane:
 
     def _located_components(self) -> Components:
         if self._components is None:
-            self._components = components_module.locate()
+            api_only = self.profile is Profile.API
+            self._components = components_module.locate(
+                components_module.API_BINARIES if api_only else components_module.BINARIES
+            )
         return self._components
 
     def _api(self) -> Rest:
@@ -357,7 +365,8 @@ class ControlPlane:
             raise RuntimeError("control plane not started")
         return self._rest
 
-    def _boot(self, bin_dir: Path, layout: Layout, ports: Ports) -> None:
+    def _boot(self, components: Components, layout: Layout, ports: Ports) -> None:
+        bin_dir = components.bin_dir
         layout.logs.mkdir()
         layout.tool_home.mkdir()
         layout.audit_policy.write_text(flags.AUDIT_POLICY)
@@ -376,7 +385,8 @@ class ControlPlane:
         self._rest = Rest(self.server, str(pki.ca.cert), pki.clients["admin"])
 
         self._spawn("etcd", flags.etcd(bin_dir, layout, ports))
-        apiserver = flags.apiserver(bin_dir, layout, ports, pki) + self._apiserver_args
+        apiserver = flags.apiserver(bin_dir, layout, ports, pki, components.minor)
+        apiserver += self._apiserver_args
         if self._node is not None:
             apiserver = nodeconfig.apiserver_flags(
                 apiserver, self._node.addresses, pki.clients["apiserver-kubelet-client"]

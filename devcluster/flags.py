@@ -24,6 +24,31 @@ rules:
 """
 
 
+# MutatingAdmissionPolicy (tests use one to shorten a Deployment's progress
+# deadline): alpha from 1.32, beta from 1.34, GA and on by default from 1.36.
+MUTATING_ADMISSION_POLICY_VERSIONS = ((36, "v1"), (34, "v1beta1"), (32, "v1alpha1"))
+MUTATING_ADMISSION_POLICY_GROUP = "admissionregistration.k8s.io"
+
+
+def mutating_admission_policy_version(minor: int) -> str:
+    """The version of admissionregistration.k8s.io that serves MutatingAdmissionPolicy."""
+    for since, version in MUTATING_ADMISSION_POLICY_VERSIONS:
+        if minor >= since:
+            return version
+    raise ValueError(f"Kubernetes 1.{minor} has no MutatingAdmissionPolicy")
+
+
+def _by_minor(minor: int) -> list[str]:
+    """What kube-apiserver 1.`minor` needs to serve what the tests use on every minor."""
+    version = mutating_admission_policy_version(minor)
+    if version == "v1":
+        return []
+    return [
+        "--feature-gates=MutatingAdmissionPolicy=true",
+        f"--runtime-config={MUTATING_ADMISSION_POLICY_GROUP}/{version}=true",
+    ]
+
+
 def etcd(bin_dir: Path, layout: Layout, ports: Ports) -> list[str]:
     client = f"http://{HOST}:{ports.etcd_client}"
     peer = f"http://{HOST}:{ports.etcd_peer}"
@@ -41,7 +66,7 @@ def etcd(bin_dir: Path, layout: Layout, ports: Ports) -> list[str]:
     ]
 
 
-def apiserver(bin_dir: Path, layout: Layout, ports: Ports, pki: Pki) -> list[str]:
+def apiserver(bin_dir: Path, layout: Layout, ports: Ports, pki: Pki, minor: int) -> list[str]:
     return [
         str(bin_dir / "kube-apiserver"),
         f"--etcd-servers=http://{HOST}:{ports.etcd_client}",
@@ -62,6 +87,7 @@ def apiserver(bin_dir: Path, layout: Layout, ports: Ports, pki: Pki) -> list[str
         f"--audit-policy-file={layout.audit_policy}",
         f"--audit-log-path={layout.audit_log}",
         f"--cert-dir={layout.pki}",
+        *_by_minor(minor),
     ]
 
 

@@ -8,8 +8,8 @@
 # nothing. TRUSSIUM_NODE_BIN_DIR=/path/with/binaries skips the build.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-# shellcheck source=versions.env
-source "$here/versions.env"
+# shellcheck source=pins.sh
+source "$here/pins.sh"
 # shellcheck source=node-versions.env
 source "$here/node-versions.env"
 components=(kubelet kube-proxy containerd containerd-shim-runc-v2 ctr runc bridge host-local loopback portmap)
@@ -21,16 +21,18 @@ if [[ -n "${TRUSSIUM_NODE_BIN_DIR:-}" ]]; then
   echo "$TRUSSIUM_NODE_BIN_DIR"; exit 0
 fi
 
-# Key: this file's pins plus the Kubernetes release (not the rest of versions.env,
-# whose own key must not move when only the node components change, nor vice versa).
-key="$( { grep -v '^#' "$here/node-versions.env"; grep '^KUBERNETES_' "$here/versions.env"; } | sha256sum | cut -c1-16)"
+# Key: this file's pins plus the Kubernetes release and a selected minor's pins (not the
+# rest of versions.env, whose own key must not move when only the node components
+# change, nor vice versa).
+key="$( { grep -v '^#' "$here/node-versions.env"; grep '^KUBERNETES_' "$here/versions.env"
+  [[ -z "${pins_override:-}" ]] || grep -v '^#' "$pins_override"; } | sha256sum | cut -c1-16)"
 cache="${TRUSSIUM_K8S_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/trussium-operator/k8s}"
 bin="$cache/node-$key/bin"
 all_built() { for c in "${components[@]}"; do [[ -x "$bin/$c" ]] || return 1; done; }
 if all_built; then echo "$bin"; exit 0; fi
 
 mkdir -p "$cache"
-exec 9>"$cache/.node-lock"
+exec 9>"$cache/.node-lock${pins_override:+-$key}"
 flock 9
 if all_built; then echo "$bin"; exit 0; fi
 

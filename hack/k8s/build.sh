@@ -4,7 +4,7 @@
 #
 # Prints the bin directory on its last line. A second run builds nothing.
 # `build.sh helm` builds (or finds) only the components named, e.g. helm alone
-# for make release-artifacts.
+# for make release-artifacts, etcd kube-apiserver kubectl helm for the api profile.
 # TRUSSIUM_K8S_BIN_DIR=/path/with/binaries skips the build entirely (e.g. envtest's
 # assets plus kwok/helm/kube-controller-manager/kube-scheduler from elsewhere).
 # Besides the binaries, the bin directory holds kwok-stages.yaml: the standalone
@@ -12,8 +12,8 @@
 # pods Running and Ready) is taken from the pinned kwok module at build time.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-# shellcheck source=versions.env
-source "$here/versions.env"
+# shellcheck source=pins.sh
+source "$here/pins.sh"
 components=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok helm)
 stages=kwok-stages.yaml
 if (($#)); then
@@ -33,7 +33,7 @@ if [[ -n "${TRUSSIUM_K8S_BIN_DIR:-}" ]]; then
 fi
 
 # The cache key is the pins (BUILD_REVISION in versions.env changes it when the recipe changes).
-key="$(grep -v '^#' "$here/versions.env" | sha256sum | cut -c1-16)"
+key="$(sha256sum <<<"$pins" | cut -c1-16)"
 cache="${TRUSSIUM_K8S_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/trussium-operator/k8s}"
 bin="$cache/$key/bin"
 all_built() {
@@ -42,9 +42,10 @@ all_built() {
 }
 if all_built; then echo "$bin"; exit 0; fi
 
-# One build at a time: a concurrent caller waits for it, then finds everything built.
+# One build per key at a time: a concurrent caller waits for it, then finds everything built.
+# (The newest minor's lock keeps the name it had before there were other minors.)
 mkdir -p "$cache"
-exec 9>"$cache/.lock"
+exec 9>"$cache/.lock${pins_override:+-$key}"
 flock 9
 if all_built; then echo "$bin"; exit 0; fi
 

@@ -32,6 +32,7 @@ build_kubernetes() {
     ld+=" -X $pkg.gitVersion=$KUBERNETES_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
     ld+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
   done
+  [[ -z "${KUBERNETES_EXTRA_LDFLAGS:-}" ]] || ld+=" $KUBERNETES_EXTRA_LDFLAGS"
   for c in "${missing[@]}"; do
     echo ">> [$(date +%T)] building $c $KUBERNETES_VERSION" >&2
     go build -tags tools -ldflags "$ld" -o "$bin/$c.tmp" "k8s.io/kubernetes/cmd/$c"

@@ -449,3 +449,19 @@ def test_cert_manager_with_your_issuer_builds_no_chain(plane: ControlPlane, name
     for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
         annotations = find(objects, kind, name)["metadata"]["annotations"]
         assert annotations == {"cert-manager.io/inject-ca-from": f"{namespace}/{name}-webhook"}
+
+
+@pytest.mark.parametrize(
+    ("cluster", "installs"),
+    [("v1.31.14", False), ("v1.32.9-eks-3", True), ("v1.32.0", True), ("v1.40.1-gke.100", True)],
+)
+def test_the_chart_installs_from_the_oldest_proven_minor(
+    plane: ControlPlane, cluster: str, installs: bool
+) -> None:
+    """Helm refuses a cluster older than the oldest minor the suite runs on
+    (docs/kubernetes-versions.md), managed clusters' version suffixes included."""
+    args = ("template", "probe", str(CHART), "--kube-version", cluster)
+    rendered = plane.helm(*args, check=False)
+    assert (rendered.returncode == 0) is installs, rendered.stderr
+    if not installs:
+        assert "chart requires kubeVersion: >=1.32.0-0" in rendered.stderr

@@ -1,16 +1,26 @@
 """The local control plane's pure pieces: pins, PKI and node readiness."""
 
 import ipaddress
+import re
 import stat
 from pathlib import Path
 
 import pytest
+import yaml
 from cryptography import x509
 from cryptography.x509.oid import NameOID
 from cryptography.x509.verification import PolicyBuilder, Store
 
-from devcluster.components import ComponentsError, parse_versions, pinned_versions
+from devcluster.components import (
+    REPO_ROOT,
+    VERSION_VARIABLE,
+    ComponentsError,
+    parse_versions,
+    pinned_minors,
+    pinned_versions,
+)
 from devcluster.controlplane import IDENTITIES, fake_node, node_ready
+from devcluster.flags import mutating_admission_policy_version
 from devcluster.pki import write_pki
 
 
@@ -18,6 +28,48 @@ def test_pins_name_every_component_version() -> None:
     pins = pinned_versions()
     for key in ("KUBERNETES_VERSION", "ETCD_VERSION", "KWOK_VERSION", "HELM_VERSION"):
         assert pins[key].startswith("v")
+
+
+def test_another_minor_overlays_only_the_kubernetes_pins(monkeypatch: pytest.MonkeyPatch) -> None:
+    newest = pinned_versions()
+    oldest = pinned_minors()[0]
+    monkeypatch.setenv(VERSION_VARIABLE, f"1.{oldest}")
+    older = pinned_versions()
+    assert older["KUBERNETES_VERSION"].startswith(f"v1.{oldest}.")
+    assert older["KUBERNETES_STAGING_VERSION"].startswith(f"v0.{oldest}.")
+    unchanged = ("ETCD_VERSION", "KWOK_VERSION", "HELM_VERSION")
+    assert {k: older[k] for k in unchanged} == {k: newest[k] for k in unchanged}
+
+
+def test_an_unpinned_minor_is_refused_naming_the_pinned_ones(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(VERSION_VARIABLE, "1.20")
+    listed = ", ".join(f"1.{m}" for m in pinned_minors())
+    with pytest.raises(ComponentsError, match=re.escape(f"(pinned: {listed})")):
+        pinned_versions()
+
+
+def test_the_chart_claims_from_the_oldest_minor_with_pins() -> None:
+    """kubeVersion states what the suite runs on (docs/kubernetes-versions.md): the
+    oldest minor with pins, which `make test` runs the api tier on."""
+    chart = yaml.safe_load((REPO_ROOT / "charts" / "trussium-operator" / "Chart.yaml").read_text())
+    assert chart["kubeVersion"] == f">=1.{pinned_minors()[0]}.0-0"
+
+
+def test_the_versions_page_lists_every_minor_with_pins() -> None:
+    page = (REPO_ROOT / "docs" / "kubernetes-versions.md").read_text()
+    listed = {int(m) for m in re.findall(r"^\| 1\.(\d+) \|", page, re.MULTILINE)}
+    assert listed == set(pinned_minors())
+
+
+@pytest.mark.parametrize(
+    ("minor", "version"), [(32, "v1alpha1"), (33, "v1alpha1"), (34, "v1beta1"), (36, "v1")]
+)
+def test_mutating_admission_policies_are_served_at_the_minors_version(
+    minor: int, version: str
+) -> None:
+    assert mutating_admission_policy_version(minor) == version
 
 
 def test_a_malformed_pin_line_is_reported_with_its_number() -> None:

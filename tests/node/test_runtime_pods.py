@@ -20,6 +20,7 @@ from devcluster.controller_harness import (
     wait_condition,
     wait_for,
 )
+from devcluster.flags import MUTATING_ADMISSION_POLICY_GROUP, mutating_admission_policy_version
 from tests.node.pods import (
     ROLLOUT_SECONDS,
     container_process,
@@ -203,8 +204,11 @@ def short_progress_deadline(plane: ControlPlane, namespace: str) -> None:
     """Every Deployment written in `namespace` gets a short progress deadline
     (a MutatingAdmissionPolicy: the operator's own 600 s would outlast the test)."""
     name = f"short-deadline-{namespace}"[:63]
+    api_version = (
+        f"{MUTATING_ADMISSION_POLICY_GROUP}/{mutating_admission_policy_version(plane.minor)}"
+    )
     policy = {
-        "apiVersion": "admissionregistration.k8s.io/v1",
+        "apiVersion": api_version,
         "kind": "MutatingAdmissionPolicy",
         "metadata": {"name": name},
         "spec": {
@@ -233,7 +237,7 @@ def short_progress_deadline(plane: ControlPlane, namespace: str) -> None:
         },
     }
     binding = {
-        "apiVersion": "admissionregistration.k8s.io/v1",
+        "apiVersion": api_version,
         "kind": "MutatingAdmissionPolicyBinding",
         "metadata": {"name": name},
         "spec": {"policyName": name},

@@ -106,29 +106,36 @@ def _spec() -> dict[str, Any]:
     return spec
 
 
-def test_cel_rules_carry_the_contract_messages() -> None:
+def test_cel_rules_carry_the_contract_messages_and_ratchet() -> None:
+    """Each rule passes a value unchanged since the old object (optionalOldSelf), as
+    the API server's own ratcheting does from 1.33 on status writes too."""
     spec = _spec()["properties"]
     rules = {
         name: spec[name]["x-kubernetes-validations"]
         for name in ("image", "networkPolicy", "autoscaling")
     }
+    ratcheted = "(oldSelf.hasValue() && oldSelf.value() == self) || "
     assert rules == {
         "image": [
             {
-                "rule": "has(self.tag) != has(self.digest)",
+                "rule": ratcheted + "(has(self.tag) != has(self.digest))",
+                "optionalOldSelf": True,
                 "message": "exactly one of tag or digest must be specified",
             }
         ],
         "networkPolicy": [
             {
-                "rule": "!self.enabled || (has(self.ingress) && size(self.ingress) > 0)",
+                "rule": ratcheted
+                + "(!self.enabled || (has(self.ingress) && size(self.ingress) > 0))",
+                "optionalOldSelf": True,
                 "message": "at least one ingress rule is required when networkPolicy.enabled "
                 "is true",
             }
         ],
         "autoscaling": [
             {
-                "rule": "self.maxReplicas >= self.minReplicas",
+                "rule": ratcheted + "(self.maxReplicas >= self.minReplicas)",
+                "optionalOldSelf": True,
                 "message": "maxReplicas must be greater than or equal to minReplicas",
             }
         ],
@@ -266,6 +273,16 @@ def test_int32_fields_say_so() -> None:
         spec["runtime"]["properties"]["streamIdleTimeoutSeconds"],
     ):
         assert node["format"] == "int32"
+    # Bounded explicitly: older API servers (1.32 among them) ignore the range of the format.
+    weight = spec["scheduling"]["properties"]["affinity"]["properties"]["nodeAffinity"]
+    term = weight["properties"]["preferredDuringSchedulingIgnoredDuringExecution"]["items"]
+    assert term["properties"]["weight"] | {"description": ""} == {
+        "type": "integer",
+        "format": "int32",
+        "minimum": -(2**31),
+        "maximum": 2**31 - 1,
+        "description": "",
+    }
     assert constants.CRD_NAME in crd.CRD_PATH.name
 
 
