@@ -27,8 +27,9 @@ from typing import Any
 
 import yaml
 
+from hack.crd import CRD_PATH as CRD
+
 ROOT = Path(__file__).resolve().parents[1]
-CRD = ROOT / "charts/trussium-operator/crds/trussiumruntimes.runtime.trussium.io.yaml"
 SOURCES = sorted(ROOT.glob("examples/runtime*.yaml")) + sorted(
     ROOT.glob("tests/samples/valid/*.yaml")
 )
