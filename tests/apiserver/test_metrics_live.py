@@ -2,7 +2,6 @@
 expose their metrics under the names and labels dashboards and alerts expect."""
 
 import secrets
-import time
 import urllib.request
 from collections import defaultdict
 from pathlib import Path
@@ -12,6 +11,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from devcluster import ControlPlane
 from devcluster.hostoperator import HostOperator, install_crds
+from devcluster.polling import wait_for
 
 RUNTIME = (Path(__file__).resolve().parents[1] / "samples" / "valid" / "minimal.yaml").read_text()
 Samples = dict[str, list[dict[str, str]]]
@@ -93,20 +93,20 @@ def test_controller_and_webhook_metrics_on_a_running_operator(
     try:
         with operator:
             plane.kubectl("apply", "-n", namespace, "-f", "-", input=RUNTIME)
-            deadline = time.monotonic() + 60
             port = operator.controller_metrics_port
-            while value(port, "controller_runtime_reconcile_total") == 0:
-                assert time.monotonic() < deadline, "no reconcile within 60 s"
-                time.sleep(0.2)
+            wait_for(
+                lambda: value(port, "controller_runtime_reconcile_total") > 0, "a reconcile", 60
+            )
 
             # Someone else writes the Lease: the leader's next renewal, sent with the
             # version it wrote last, conflicts; the one after reads the Lease first.
             lease = ("lease", release, "-n", release)
             plane.kubectl("annotate", *lease, f"touched={secrets.token_hex(2)}")
-            deadline = time.monotonic() + 30
-            while value(port, "leader_election_slowpath_total", name=release) < 1:
-                assert time.monotonic() < deadline, "no slow-path renewal within 30 s"
-                time.sleep(0.2)
+            wait_for(
+                lambda: value(port, "leader_election_slowpath_total", name=release) >= 1,
+                "a slow-path renewal",
+                30,
+            )
             assert value(port, "leader_election_master_status", name=release) == 1
 
             controller = scrape(port)

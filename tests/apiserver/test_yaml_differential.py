@@ -16,7 +16,6 @@ warnings: we list the same duplicates.
 import asyncio
 import json
 import ssl
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -25,6 +24,7 @@ import pytest
 from kubernetes_asyncio import client
 
 from devcluster import ControlPlane
+from devcluster.polling import wait_for
 from trussium_operator.common.manifests import ManifestError, NotAManifestError, read_manifests_text
 
 pytestmark = pytest.mark.api
@@ -209,17 +209,17 @@ def _ours(text: str) -> Verdict:
 @pytest.fixture(scope="module")
 def probe_crd(api_plane: ControlPlane) -> Iterator[None]:
     api_plane.kubectl("apply", "--server-side", "-f", "-", input=CRD)
-    deadline = time.monotonic() + ESTABLISHED_TIMEOUT_SECONDS
     query = '{.status.conditions[?(@.type=="Established")].status}'
-    while time.monotonic() < deadline:
-        answer = api_plane.kubectl(
-            "get", "crd", f"{PLURAL}.{GROUP}", "-o", f"jsonpath={query}", check=False
-        )
-        if answer.stdout.strip() == "True":
-            break
-        time.sleep(0.2)
-    else:
-        pytest.fail(f"the probe CRD is not Established after {ESTABLISHED_TIMEOUT_SECONDS}s")
+    wait_for(
+        lambda: (
+            api_plane.kubectl(
+                "get", "crd", f"{PLURAL}.{GROUP}", "-o", f"jsonpath={query}", check=False
+            ).stdout.strip()
+            == "True"
+        ),
+        "the probe CRD Established",
+        ESTABLISHED_TIMEOUT_SECONDS,
+    )
     yield
     api_plane.kubectl("delete", "crd", f"{PLURAL}.{GROUP}", "--wait=false", check=False)
 

@@ -12,7 +12,6 @@ import json
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ import yaml
 from devcluster import ControlPlane
 from devcluster.certmanager import install_crds as install_cert_manager_crds
 from devcluster.hostoperator import CRD_NAME, install_crds
+from devcluster.polling import wait_for
 from tests.support.chart import CHART
 from tests.support.doc_steps import REPO, run_step, steps
 
@@ -64,10 +64,13 @@ def _step(plane: ControlPlane, document: str, name: str, cwd: Path = REPO) -> st
 
 
 def _wait_gone(plane: ControlPlane, *target: str) -> None:
-    deadline = time.monotonic() + GONE_TIMEOUT_SECONDS
-    while plane.kubectl("get", *target, "--ignore-not-found", "-o", "name").stdout.strip():
-        assert time.monotonic() < deadline, f"{target} still there"
-        time.sleep(0.5)
+    wait_for(
+        lambda: (
+            not plane.kubectl("get", *target, "--ignore-not-found", "-o", "name").stdout.strip()
+        ),
+        f"{target} gone",
+        GONE_TIMEOUT_SECONDS,
+    )
 
 
 def _fresh(plane: ControlPlane) -> None:
