@@ -340,8 +340,10 @@ def test_watch_namespace_turns_every_cluster_grant_into_a_role(
     cluster_roles = [o["metadata"]["name"] for o in objects if o["kind"] == "ClusterRole"]
     # Besides its own configurations, only reading the Go operator's leader Lease by name:
     # a Role would need that namespace to exist at install time (ADR 0008).
+    # The TrussiumRuntime access roles grant nothing until someone binds them.
     lease_reader = f"{name}-controller-go-operator-lease"
-    assert sorted(cluster_roles) == sorted([f"{name}-webhook-ca-injection", lease_reader])
+    access = [f"{name}-trussiumruntime-{role}" for role in ("admin", "editor", "viewer")]
+    assert sorted(cluster_roles) == sorted([f"{name}-webhook-ca-injection", lease_reader, *access])
     assert find(objects, "ClusterRole", lease_reader)["rules"] == [
         {
             "apiGroups": ["coordination.k8s.io"],
