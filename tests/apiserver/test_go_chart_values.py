@@ -76,7 +76,8 @@ def test_the_go_charts_defaults_install_what_ours_do(plane: ControlPlane, namesp
     from_go = render(plane, release, namespace, "-f", str(GO_DEFAULTS))
     assert from_go == ours
     lint = plane.helm("lint", "--strict", str(CHART), "-f", str(GO_DEFAULTS))
-    assert "[WARNING]" not in lint.stdout and "[ERROR]" not in lint.stdout, lint.stdout
+    assert "[WARNING]" not in lint.stdout, lint.stdout
+    assert "[ERROR]" not in lint.stdout, lint.stdout
 
 
 def test_a_customized_go_values_file_keeps_its_meaning(
