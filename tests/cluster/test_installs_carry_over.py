@@ -1,10 +1,12 @@
 """What a team installing the Go operator relied on, on the control plane: the
 TrussiumRuntime roles aggregate into the built-in admin, edit and view
-ClusterRoles (kube-controller-manager's aggregation controller does it), and a
-Go chart values file installs this chart (ADR 0031)."""
+ClusterRoles (kube-controller-manager's aggregation controller does it), a Go
+chart values file installs this chart, and the install bundle sits beside the
+Go bundle and takes its CRD over without a conflict (ADR 0031)."""
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -13,11 +15,19 @@ from devcluster import ControlPlane
 from devcluster.controller_harness import runtime_manifest
 from devcluster.hostoperator import install_crds
 from devcluster.polling import wait_for
+from hack.bundle import render as render_bundle
 from tests.support.chart import CHART, find, fullname, release_name
+from tests.support.go_operator import GO_CRD
 
 pytestmark = pytest.mark.cluster
 
-GO_DEFAULTS = Path(__file__).resolve().parents[1] / "fixtures" / "go-operator-chart" / "values.yaml"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+GO_DEFAULTS = FIXTURES / "go-operator-chart" / "values.yaml"
+# The Go bundle's access roles (config/rbac, prefixed by config/default); the fixture
+# bundle leaves them out, as it leaves out the CRD.
+GO_ACCESS_ROLES = [
+    f"trussium-operator-trussiumruntime-{role}-role" for role in ("admin", "editor", "viewer")
+]
 RUNTIMES = "trussiumruntimes.runtime.trussium.io"
 # The aggregation controller acts on a watch event; a minute is far more than it needs.
 AGGREGATION_SECONDS = 60.0
@@ -132,3 +142,33 @@ def test_a_go_chart_values_file_installs(
         )
     finally:
         plane.helm("uninstall", release, "-n", namespace, "--wait", "--timeout", "120s")
+
+
+def _key(obj: dict[str, Any]) -> tuple[str, str, str]:
+    return (obj["kind"], obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
+
+
+def test_the_bundle_sits_beside_the_go_bundle_and_takes_its_crd_over(
+    plane: ControlPlane, tmp_path: Path
+) -> None:
+    bundle = [doc for doc in yaml.safe_load_all(render_bundle(plane.bin_dir / "helm")) if doc]
+    go_bundle = yaml.safe_load((FIXTURES / "go-operator-bundle.yaml").read_text())["items"]
+    go_names = {_key(o) for o in go_bundle} | {("ClusterRole", "", n) for n in GO_ACCESS_ROLES}
+    shared = {_key(o) for o in bundle} & go_names
+    assert shared == set(), "only the Namespace and the CRD are the Go bundle's too"
+
+    # The Go bundle applied client-side, step 3 of the migration guide, then the
+    # bundle's CRD under the same field manager, without --force-conflicts.
+    crd = next(o for o in bundle if o["kind"] == "CustomResourceDefinition")
+    try:
+        plane.kubectl("apply", "-f", str(GO_CRD))
+        plane.kubectl(
+            "apply", "--server-side", "--force-conflicts",
+            "-f", str(CHART / "files" / "crds"),
+        )  # fmt: skip
+        applied = plane.kubectl(
+            "apply", "--server-side", "-f", "-", input=json.dumps(crd), check=False
+        )
+        assert applied.returncode == 0, applied.stderr
+    finally:
+        install_crds(plane)
