@@ -10,7 +10,16 @@ import pytest
 import yaml
 
 from devcluster import ControlPlane
-from tests.support.chart import CHART, accepted, container, find, fullname, release_name, render
+from tests.support.chart import (
+    CHART,
+    accepted,
+    container,
+    find,
+    fullname,
+    release_name,
+    render,
+    render_error,
+)
 
 pytestmark = pytest.mark.api
 
@@ -140,12 +149,8 @@ def test_go_keys_without_an_equivalent_are_all_named_at_once(
             "serviceMonitor": {"insecureSkipVerify": False},
         },
     }
-    result = plane.helm(
-        "template", "t", str(CHART), "-n", "trussium-system",
-        "-f", _go_values(tmp_path, refused), check=False,
-    )  # fmt: skip
-    assert result.returncode != 0
-    lines = [line for line in result.stderr.splitlines() if line.startswith("- ")]
+    error = render_error(plane, "-f", _go_values(tmp_path, refused))
+    lines = [line for line in error.splitlines() if line.startswith("- ")]
     named = [line[2:].split(":", 1)[0] for line in lines]
     assert named == [
         "image.tag=v0.7.0 with image.repository=ghcr.io/trussiumhq/trussium-operator",
@@ -158,18 +163,16 @@ def test_go_keys_without_an_equivalent_are_all_named_at_once(
         "metrics.serviceMonitor.insecureSkipVerify=false",
     ]
     assert all("; instead: " in line for line in lines), lines
-    assert "8 value(s) of the Go operator's chart cannot be carried over" in result.stderr
-    assert "controller.resources and webhook.resources" in result.stderr
+    assert "8 value(s) of the Go operator's chart cannot be carried over" in error
+    assert "controller.resources and webhook.resources" in error
 
 
 def test_a_copy_of_the_go_image_is_refused(plane: ControlPlane) -> None:
-    result = plane.helm(
-        "template", "t", str(CHART), "-n", "trussium-system",
-        "--set", "image.repository=registry.corp.example/mirror/trussium-operator", check=False,
-    )  # fmt: skip
-    assert result.returncode != 0
-    assert "- image.repository=registry.corp.example/mirror/trussium-operator:" in result.stderr
-    assert "push trussiumhq/trussium-operator-python to that registry" in result.stderr
+    error = render_error(
+        plane, "--set", "image.repository=registry.corp.example/mirror/trussium-operator"
+    )
+    assert "- image.repository=registry.corp.example/mirror/trussium-operator:" in error
+    assert "push trussiumhq/trussium-operator-python to that registry" in error
 
 
 @pytest.mark.parametrize(
@@ -185,8 +188,4 @@ def test_a_copy_of_the_go_image_is_refused(plane: ControlPlane) -> None:
 def test_the_schema_checks_go_keys_as_their_targets(
     plane: ControlPlane, values: list[str], message: str
 ) -> None:
-    result = plane.helm(
-        "template", "t", str(CHART), "--namespace", "trussium-system", *values, check=False
-    )
-    assert result.returncode != 0
-    assert message in result.stderr
+    assert message in render_error(plane, *values)
