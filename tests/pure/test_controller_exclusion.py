@@ -1,8 +1,8 @@
 """The gate on the Go operator's leader Lease (controller/exclusion.py), with a fake API.
 
-The control plane proves the same on kube-apiserver (tests/cluster/test_migration.py,
-tests/cluster/test_go_lease.py); here, the edge cases: freshness on our clock, several
-Leases, and how a failing list is reported."""
+kube-apiserver proves the behaviour for both install layouts and a refused list
+(tests/apiserver/test_go_operator_lease.py); here, the edge cases: freshness on our
+clock, several Leases, and how a failing list is reported."""
 
 import asyncio
 import logging
