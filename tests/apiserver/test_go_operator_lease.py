@@ -81,6 +81,18 @@ def log_lines(controller: Controller, message: str) -> list[Obj]:
 
 
 @contextmanager
+def stopped_after(controller: Controller) -> Iterator[Controller]:
+    """Stop the controller when the block ends; print its log if the block failed."""
+    try:
+        yield controller
+    except BaseException:
+        print(controller.logs())
+        raise
+    finally:
+        controller.stop()
+
+
+@contextmanager
 def go_operator_leading(plane: ControlPlane, namespace: str) -> Iterator[threading.Event]:
     """The Go operator's leader holding its Lease in `namespace`, renewing every second
     until the yielded event is set; its Lease is deleted afterwards (an api-profile
@@ -134,7 +146,7 @@ def test_a_fresh_go_operator_lease_holds_us_back_until_it_expires(
         pinned = [f"--go-operator-lease-namespace={go_ns}"] if layout == "helm-pinned" else []
         lease = f"{go_ns}/{GO_LEASE}"
         since = now()
-        controller = Controller(
+        launched = Controller(
             plane,
             tmp_path / "controller.log",
             *scoped(namespace),
@@ -142,7 +154,7 @@ def test_a_fresh_go_operator_lease_holds_us_back_until_it_expires(
             "--no-leader-elect",
             *TIMING,
         )
-        try:
+        with stopped_after(launched) as controller:
             wait_for(
                 lambda: controller.metric("trussium_foreign_lease_held", lease=lease) == 1, "held"
             )
@@ -174,11 +186,6 @@ def test_a_fresh_go_operator_lease_holds_us_back_until_it_expires(
             assert controller.metric("trussium_foreign_lease_held", lease=lease) == 0
             controller.wait_ready()
             assert controller.process.poll() is None, "proceeded without a restart"
-        except BaseException:
-            print(controller.logs())
-            raise
-        finally:
-            controller.stop()
 
 
 def controller_wiring(plane: ControlPlane, release: str, namespace: str, lease: bool) -> str:
@@ -206,7 +213,7 @@ def test_a_forbidden_lease_list_is_reported_and_clears_once_granted(
     name = "rt"
     apply(plane, runtime_manifest(name, namespace))
     since = now()
-    controller = Controller(
+    launched = Controller(
         plane,
         tmp_path / "controller.log",
         f"--kubeconfig={kubeconfig}",
@@ -216,40 +223,41 @@ def test_a_forbidden_lease_list_is_reported_and_clears_once_granted(
     )
     with_lease = controller_wiring(plane, release, namespace, lease=True)
     try:
-        wait_for(lambda: "caches synced" in controller.logs(), "the caches synced")
-        wait_for(lambda: readyz(controller) == (503, FORBIDDEN), "readiness names the permission")
-        assert controller.metric("trussium_foreign_lease_unreadable") == 1
+        with stopped_after(launched) as controller:
+            wait_for(lambda: "caches synced" in controller.logs(), "the caches synced")
+            wait_for(
+                lambda: readyz(controller) == (503, FORBIDDEN), "readiness names the permission"
+            )
+            assert controller.metric("trussium_foreign_lease_unreadable") == 1
 
-        def refused() -> int:
-            lists = lease_lists(audit_entries(plane, since))
-            assert all(e["responseStatus"]["code"] == 403 for e in lists)
-            return len(lists)
+            def refused() -> int:
+                lists = lease_lists(audit_entries(plane, since))
+                assert all(e["responseStatus"]["code"] == 403 for e in lists)
+                return len(lists)
 
-        first = refused()
-        wait_for(lambda: refused() >= first + 3, "three more refused Lease lists")
-        assert writes(audit_entries(plane, since)) == [], "wrote without knowing"
-        assert get(plane, "configmap", name, namespace) is None
-        errors = log_lines(controller, "cannot read the Go operator's leader lease")
-        assert len(errors) == 1, "logged at once, then with backoff (next after 30 s)"
-        assert errors[0]["level"] == "error"
-        assert errors[0]["msg"].endswith("reconciling nothing until it can be read")
-        assert {k: errors[0][k] for k in ("verb", "resource", "resourceName", "namespace")} == {
-            "verb": "list",
-            "resource": "leases.coordination.k8s.io",
-            "resourceName": GO_LEASE,
-            "namespace": "*",
-        }
-        assert errors[0]["error"] == FORBIDDEN.split("Lease: ", 1)[1]
+            first = refused()
+            wait_for(lambda: refused() >= first + 3, "three more refused Lease lists")
+            assert writes(audit_entries(plane, since)) == [], "wrote without knowing"
+            assert get(plane, "configmap", name, namespace) is None
+            errors = log_lines(controller, "cannot read the Go operator's leader lease")
+            assert len(errors) == 1, "logged at once, then with backoff (next after 30 s)"
+            assert errors[0]["level"] == "error"
+            assert errors[0]["msg"].endswith("reconciling nothing until it can be read")
+            assert {k: errors[0][k] for k in ("verb", "resource", "resourceName", "namespace")} == {
+                "verb": "list",
+                "resource": "leases.coordination.k8s.io",
+                "resourceName": GO_LEASE,
+                "namespace": "*",
+            }
+            assert errors[0]["error"] == FORBIDDEN.split("Lease: ", 1)[1]
 
-        plane.kubectl("apply", "-f", "-", input=with_lease)  # the chart's grant
-        wait_condition(plane, name, namespace, "ConfigurationValid", "True", "ReferencesResolved")
-        controller.wait_ready()
-        assert controller.metric("trussium_foreign_lease_unreadable") == 0
-        assert log_lines(controller, "the Go operator's leader lease can be read again")
-        assert controller.process.poll() is None, "recovered without a restart"
-    except BaseException:
-        print(controller.logs())
-        raise
+            plane.kubectl("apply", "-f", "-", input=with_lease)  # the chart's grant
+            wait_condition(
+                plane, name, namespace, "ConfigurationValid", "True", "ReferencesResolved"
+            )
+            controller.wait_ready()
+            assert controller.metric("trussium_foreign_lease_unreadable") == 0
+            assert log_lines(controller, "the Go operator's leader lease can be read again")
+            assert controller.process.poll() is None, "recovered without a restart"
     finally:
-        controller.stop()
         plane.kubectl("delete", "--ignore-not-found", "-f", "-", input=with_lease)
