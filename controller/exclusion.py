@@ -113,7 +113,7 @@ class ForeignLeaseGate:
         """Check every period, forever (cancel to stop)."""
         log.info(
             "looking for the Go operator's leader lease",
-            extra={"fields": {"lease": self.search.name, "scope": self.search.namespace or "*"}},
+            extra={"fields": {"lease": str(self.search)}},
         )
         while True:
             await self.check()
