@@ -335,9 +335,9 @@ def test_watch_namespace_turns_every_cluster_grant_into_a_role(
     assert controller_role["rules"] == CONTROLLER_RULES
     assert find(objects, "Role", f"{name}-webhook")["metadata"]["namespace"] == watched
     cluster_roles = [o["metadata"]["name"] for o in objects if o["kind"] == "ClusterRole"]
-    # Besides its own configurations, only reading the Go operator's leader Lease by name:
-    # a Role would need that namespace to exist at install time (ADR 0008).
-    # The TrussiumRuntime access roles grant nothing until someone binds them.
+    # Besides its own configurations, only listing the Go operator's leader Lease by name,
+    # in whatever namespace it runs (ADR 0030). The TrussiumRuntime access roles grant
+    # nothing until someone binds them.
     lease_reader = f"{name}-controller-go-operator-lease"
     access = [f"{name}-trussiumruntime-{role}" for role in ("admin", "editor", "viewer")]
     assert sorted(cluster_roles) == sorted([f"{name}-webhook-ca-injection", lease_reader, *access])
@@ -346,7 +346,7 @@ def test_watch_namespace_turns_every_cluster_grant_into_a_role(
             "apiGroups": ["coordination.k8s.io"],
             "resources": ["leases"],
             "resourceNames": ["d4fd4c09.trussium.io"],
-            "verbs": ["get"],
+            "verbs": ["list"],
         }
     ]
     controller = container(find(objects, "Deployment", f"{name}-controller"))
