@@ -20,9 +20,9 @@ from devcluster.controller_harness import (
     wait_for,
 )
 from devcluster.hostoperator import HostOperator, install_crds
+from devcluster.prometheus import BINARY, MISSING, Prometheus
+from hack.dashboard import load, queries
 from tests.support.chart import find, fullname, render
-from tests.support.dashboard import load, queries
-from tests.support.prometheus import BINARY, MISSING, Prometheus
 from tests.support.promql import reads
 
 pytestmark = [pytest.mark.cluster, pytest.mark.skipif(BINARY is None, reason=MISSING)]

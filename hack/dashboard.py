@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from tests.support.chart import CHART
+from devcluster.hostoperator import CHART
 
 DASHBOARD = CHART / "dashboards" / "trussium-operator.json"
 GRAFANA_VARIABLES = {"$__rate_interval": "5m", "$runtime_namespace": ".*"}
