@@ -82,7 +82,7 @@ def columns(plane: ControlPlane, name: str, namespace: str) -> dict[str, str]:
     header, row = plane.kubectl("get", "truntime", name, "-n", namespace).stdout.splitlines()
     starts = [(m.group(), m.start()) for m in re.finditer(r"\S+", header)]
     ends = [start for _, start in starts[1:]] + [len(row)]
-    return {title: row[start:end].strip() for (title, start), end in zip(starts, ends)}
+    return {title: row[start:end].strip() for (title, start), end in zip(starts, ends, strict=True)}
 
 
 def test_provision_configure_upgrade_idle_and_delete(
