@@ -174,12 +174,15 @@ def merge(frames: Sequence[Sequence[Mapping[str, str]]]) -> list[dict[str, str]]
 
 
 def organize(rows: Sequence[Mapping[str, str]], options: Mapping[str, Any]) -> Table:
-    """Grafana's `organize` transformation: fields excluded and renamed."""
+    """Grafana's `organize` transformation: fields excluded, ordered by `indexByName`
+    (the others after them, as they came) and renamed."""
     excluded = {name for name, out in (options.get("excludeByName") or {}).items() if out}
     renamed: Mapping[str, str] = options.get("renameByName") or {}
+    order: Mapping[str, int] = options.get("indexByName") or {}
     fields: list[str] = []
     for row in rows:
         fields += [name for name in row if name not in fields and name not in excluded]
+    fields.sort(key=lambda name: order.get(name, len(order)))
     return Table(
         tuple(renamed.get(name, name) for name in fields),
         tuple(tuple(row.get(name, "") for name in fields) for row in rows),
@@ -306,15 +309,27 @@ def _draw_timeseries(canvas: Canvas, box: Box, panel: Mapping[str, Any], lines: 
     ax.tick_params(colors=WEAK, labelsize=8, length=0)
     unit = _unit(panel)
     ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: format_value(value, unit)))
-    ax.yaxis.set_major_locator(MaxNLocator(nbins=4, min_n_ticks=2))
+    integers = ((panel.get("fieldConfig") or {}).get("defaults") or {}).get("decimals") == 0
+    ax.yaxis.set_major_locator(MaxNLocator(nbins=4, min_n_ticks=2, integer=integers))
     ax.set_xticks(time_ticks(window.start, window.end))
     ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: _clock(value)))
+    custom = ((panel.get("fieldConfig") or {}).get("defaults") or {}).get("custom") or {}
+    stacked = (custom.get("stacking") or {}).get("mode", "none") == "normal"
+    fill = float(custom.get("fillOpacity", 0)) / 100
     top = 0.0
-    for index, line in enumerate(lines):
-        times, values = with_gaps(line.points, window.step)
+    for index, (line, bases) in enumerate(zip(lines, stack_bases(lines, stacked), strict=True)):
+        upper = tuple(
+            (when, base + value) for base, (when, value) in zip(bases, line.points, strict=True)
+        )
+        times, values = with_gaps(upper, window.step)
+        _, lows = with_gaps(
+            tuple(zip((t for t, _ in line.points), bases, strict=True)), window.step
+        )
         color = PALETTE[index % len(PALETTE)]
         marker = "o" if len(line.points) <= 2 else None
         ax.plot(times, values, color=color, linewidth=1.4, marker=marker, markersize=3)
+        if fill:
+            ax.fill_between(times, lows, values, color=color, alpha=fill, linewidth=0)
         top = max([top, *(v for v in values if not math.isnan(v))])
     ax.set_xlim(window.start, window.end)
     ax.set_ylim(0, top * 1.15 if top > 0 else 1)
@@ -335,6 +350,19 @@ def _draw_timeseries(canvas: Canvas, box: Box, panel: Mapping[str, Any], lines: 
             canvas.text(x + 19, y + 7, lines[index].label, fontsize=8, va="center")
             x += size
         y += 17
+
+
+def stack_bases(lines: Sequence[Line], stacked: bool) -> list[list[float]]:
+    """Where each point of each line starts: 0, or with Grafana's `normal` stacking the
+    sum of the lines before it at the same time (a line absent then adds nothing)."""
+    totals: dict[float, float] = {}
+    bases = []
+    for line in lines:
+        bases.append([totals.get(when, 0.0) if stacked else 0.0 for when, _ in line.points])
+        if stacked:
+            for when, value in line.points:
+                totals[when] = totals.get(when, 0.0) + value
+    return bases
 
 
 def _clock(epoch: float) -> str:

@@ -184,7 +184,11 @@ def collect(prometheus: Prometheus, dashboard: dict[str, Any], window: Window) -
         elif panel["type"] == "table":
             frames = [
                 [
-                    {**s["metric"], f"Value #{t['refId']}": _cell(s["value"][1])}
+                    # Grafana's columns: the labels in name order, then the value.
+                    {
+                        **dict(sorted(s["metric"].items())),
+                        f"Value #{t['refId']}": _cell(s["value"][1]),
+                    }
                     for s in sorted(instant(t["expr"]), key=lambda s: sorted(s["metric"].items()))
                 ]
                 for t in targets

@@ -4,6 +4,7 @@ dashboard from made-up results."""
 
 import math
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,6 +22,7 @@ from hack.dashboard_drawing import (
     format_value,
     legend,
     rate_interval,
+    stack_bases,
     table_of,
     threshold_color,
     time_ticks,
@@ -61,7 +63,10 @@ def test_legends_fill_labels_and_fall_back_to_the_label_set() -> None:
 def test_thresholds_pick_the_highest_step_reached() -> None:
     assert threshold_color(79, DEFAULT_THRESHOLDS) == threshold_color(0, DEFAULT_THRESHOLDS)
     assert threshold_color(80, DEFAULT_THRESHOLDS) != threshold_color(79, DEFAULT_THRESHOLDS)
-    steps = [{"color": "red", "value": None}, {"color": "#123456", "value": 5}]
+    steps: list[dict[str, Any]] = [
+        {"color": "red", "value": None},
+        {"color": "#123456", "value": 5},
+    ]
     assert threshold_color(6, steps) == "#123456"
 
 
@@ -79,16 +84,18 @@ def test_every_stat_of_the_dashboard_sets_its_thresholds() -> None:
 
 
 def test_the_runtimes_table_merges_its_four_queries_into_one_row_per_runtime() -> None:
+    """Each query's columns come as Grafana makes them (labels by name, then the value);
+    the dashboard's organize step puts the runtime first and the images last."""
     panel = next(p for p in load()["panels"] if p["type"] == "table")
-    chat = {"runtime_namespace": "a", "runtime_name": "chat"}
-    idle = {"runtime_namespace": "a", "runtime_name": "idle"}
+    chat = {"runtime_name": "chat", "runtime_namespace": "a"}
+    idle = {"runtime_name": "idle", "runtime_namespace": "a"}
     frames = [
         [{**chat, "Value #A": "1"}, {**idle, "Value #A": "0"}],
         [{**chat, "Value #B": "2"}, {**idle, "Value #B": "0"}],
         [{**chat, "state": "UpgradeComplete", "Value #C": "1"}],
         [
-            {**chat, "desired_image": "r:2", "current_image": "r:2", "Value #D": "1"},
-            {**idle, "desired_image": "r:1", "Value #D": "1"},
+            {"current_image": "r:2", "desired_image": "r:2", **chat, "Value #D": "1"},
+            {"desired_image": "r:1", **idle, "Value #D": "1"},
         ],
     ]
     assert table_of(panel, frames) == Table(
@@ -125,9 +132,16 @@ def test_the_rate_window_is_grafanas() -> None:
     assert rate_interval(step=60, scrape_interval=15) == 75
 
 
+def test_stacking_starts_each_line_on_the_ones_before_it() -> None:
+    first = Line("a", ((0.0, 1.0), (5.0, 1.0)))
+    second = Line("b", ((5.0, 1.0), (10.0, 1.0)))
+    assert stack_bases((first, second), stacked=True) == [[0.0, 0.0], [1.0, 0.0]]
+    assert stack_bases((first, second), stacked=False) == [[0.0, 0.0], [0.0, 0.0]]
+
+
 def test_time_axis_and_gaps() -> None:
     ticks = time_ticks(1000.0, 1000.0 + 600)
-    assert ticks and len(ticks) <= 7 and all(t % 60 == 0 for t in ticks)
+    assert ticks == [1080.0 + 120 * i for i in range(5)], "on every second whole minute"
     times, values = with_gaps(((0.0, 1.0), (5.0, 1.0), (30.0, 2.0)), step=5.0)
     assert times == [0.0, 5.0, 10.0, 30.0]
     assert math.isnan(values[2])
