@@ -292,7 +292,7 @@ class NetworkPolicySpec(K8sModel):
     model_config = K8sModel.model_config | {"json_schema_extra": _cel(NETWORK_POLICY_NEEDS_INGRESS)}
 
     enabled: bool = Field(False, description="Whether the operator manages a NetworkPolicy.")
-    ingress: Annotated[list[NetworkPolicyIngressPeer], MaxEntries(16)] | None = Field(
+    ingress: Annotated[list[NetworkPolicyIngressPeer], MaxEntries(8)] | None = Field(
         None,
         description="Allowed clients; at least one when enabled.",
         json_schema_extra={"x-kubernetes-list-type": "atomic"},

@@ -90,10 +90,13 @@ class MaxEntries:
 
 # The bounds (ADR 0027). Kubernetes counts none of these collections in a Pod; each is
 # far above real use and their products keep the costliest review within its budget.
-SELECTOR_LABELS = MaxEntries(16)
-SELECTOR_EXPRESSIONS = MaxEntries(8)
-SELECTOR_VALUES = MaxEntries(32)
-AFFINITY_TERMS = MaxEntries(8)
+SELECTOR_LABELS = MaxEntries(8)
+SELECTOR_EXPRESSIONS = MaxEntries(4)
+VALUES = MaxEntries(16)
+NODE_TERMS = MaxEntries(4)
+NODE_EXPRESSIONS = MaxEntries(8)
+NODE_FIELDS = MaxEntries(4)
+POD_TERMS = MaxEntries(4)
 LABEL_KEYS = MaxEntries(8)
 NAMESPACES = MaxEntries(16)
 
@@ -133,7 +136,7 @@ class LabelSelectorRequirement(K8sModel):
 
     key: str = Field(description="The label key that the selector applies to.")
     operator: str = Field(description="One of In, NotIn, Exists, DoesNotExist.")
-    values: Annotated[list[str], SELECTOR_VALUES] | None = Field(
+    values: Annotated[list[str], VALUES] | None = Field(
         None,
         description="Values for In and NotIn (non-empty); must be empty for Exists and "
         "DoesNotExist.",
@@ -168,17 +171,17 @@ class ResourceClaim(K8sModel):
 class ResourceRequirements(K8sModel):
     """Compute resources of the runtime container (Kubernetes ResourceRequirements)."""
 
-    claims: Annotated[list[ResourceClaim], MaxEntries(16)] | None = Field(
+    claims: Annotated[list[ResourceClaim], MaxEntries(8)] | None = Field(
         None,
         description="Dynamic resource claims the container uses (DynamicResourceAllocation), "
         "passed to the container unchanged.",
         json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]},
     )
 
-    limits: Annotated[dict[str, Quantity], MaxEntries(32)] | None = Field(
+    limits: Annotated[dict[str, Quantity], MaxEntries(16)] | None = Field(
         None, description="Maximum amount of each resource the container may use."
     )
-    requests: Annotated[dict[str, Quantity], MaxEntries(32)] | None = Field(
+    requests: Annotated[dict[str, Quantity], MaxEntries(16)] | None = Field(
         None,
         description="Amount of each resource the scheduler reserves; at most the limit. "
         "autoscaling needs requests.cpu.",
@@ -213,7 +216,7 @@ class NodeSelectorRequirement(K8sModel):
 
     key: str = Field(description="The node label key (or field) the selector applies to.")
     operator: str = Field(description="One of In, NotIn, Exists, DoesNotExist, Gt, Lt.")
-    values: Annotated[list[str], SELECTOR_VALUES] | None = Field(
+    values: Annotated[list[str], VALUES] | None = Field(
         None,
         description="Non-empty for In and NotIn, empty for Exists and DoesNotExist, one "
         "integer for Gt and Lt.",
@@ -223,10 +226,10 @@ class NodeSelectorRequirement(K8sModel):
 class NodeSelectorTerm(K8sModel):
     """Node selector requirements, ANDed."""
 
-    match_expressions: Annotated[list[NodeSelectorRequirement], SELECTOR_EXPRESSIONS] | None = (
-        Field(None, description="Requirements on node labels.")
+    match_expressions: Annotated[list[NodeSelectorRequirement], NODE_EXPRESSIONS] | None = Field(
+        None, description="Requirements on node labels."
     )
-    match_fields: Annotated[list[NodeSelectorRequirement], SELECTOR_EXPRESSIONS] | None = Field(
+    match_fields: Annotated[list[NodeSelectorRequirement], NODE_FIELDS] | None = Field(
         None, description="Requirements on node fields (only metadata.name)."
     )
 
@@ -234,7 +237,7 @@ class NodeSelectorTerm(K8sModel):
 class NodeSelector(K8sModel):
     """Node selector terms, ORed."""
 
-    node_selector_terms: Annotated[list[NodeSelectorTerm], AFFINITY_TERMS] = Field(
+    node_selector_terms: Annotated[list[NodeSelectorTerm], NODE_TERMS] = Field(
         description="At least one term; a node matching any term is selected."
     )
 
@@ -253,7 +256,7 @@ class NodeAffinity(K8sModel):
         None, description="Nodes the runtime Pods must be scheduled on."
     )
     preferred_during_scheduling_ignored_during_execution: (
-        Annotated[list[PreferredSchedulingTerm], AFFINITY_TERMS] | None
+        Annotated[list[PreferredSchedulingTerm], NODE_TERMS] | None
     ) = Field(None, description="Nodes the scheduler prefers.")
 
 
@@ -289,10 +292,10 @@ class PodAffinity(K8sModel):
     """Pod (anti-)affinity scheduling rules."""
 
     required_during_scheduling_ignored_during_execution: (
-        Annotated[list[PodAffinityTerm], AFFINITY_TERMS] | None
+        Annotated[list[PodAffinityTerm], POD_TERMS] | None
     ) = Field(None, description="Terms that must hold.")
     preferred_during_scheduling_ignored_during_execution: (
-        Annotated[list[WeightedPodAffinityTerm], AFFINITY_TERMS] | None
+        Annotated[list[WeightedPodAffinityTerm], POD_TERMS] | None
     ) = Field(None, description="Terms the scheduler prefers.")
 
 

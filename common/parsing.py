@@ -291,6 +291,7 @@ def _bounded(
         )
     kept = MAX_COLLECTION_ENTRIES if stored else limit
     kind, inner = _step(tp) if tp is not None else ("scalar", None)
+    fields: dict[str, tuple[Any, int | None]] = inner if kind == "model" else {}
     if isinstance(value, list):
         item = inner if kind == "list" else None
         entries = islice(enumerate(value), kept)
@@ -298,7 +299,7 @@ def _bounded(
     out = {}
     for key, v in islice(value.items(), kept):
         if kind == "model":
-            child, child_bound = inner.get(key, (None, None))
+            child, child_bound = fields.get(key, (None, None))
         else:
             child, child_bound = (inner if kind == "dict" else None), None
         out[key] = _bounded(v, child, child_bound, (*loc, key), errors, stored)
