@@ -290,7 +290,7 @@ def _bounded(
             )
         )
     kept = MAX_COLLECTION_ENTRIES if stored else limit
-    kind, inner = _step(tp) if tp is not None else ("scalar", None)
+    kind, inner = _step(tp) if tp is not None else ("scalar", {})
     fields: dict[str, tuple[Any, int | None]] = inner if kind == "model" else {}
     if isinstance(value, list):
         item = inner if kind == "list" else None
