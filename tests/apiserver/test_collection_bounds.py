@@ -9,7 +9,6 @@ refused. The operator reconciles it whole (`TooManyEntries`, tests/pure).
 """
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -71,14 +70,14 @@ def test_a_new_runtime_over_a_bound_is_refused_with_its_path(
 
 
 @pytest.fixture
-def stored_over_a_bound(api_plane: ControlPlane, kubectl: Kubectl, namespace: str) -> Iterator[str]:
+def stored_over_a_bound(api_plane: ControlPlane, kubectl: Kubectl, namespace: str) -> str:
     """A runtime with 65 tolerations stored under the Go CRD, then our CRD served."""
     install_go_crd(api_plane)
     try:
         kubectl("create", "-n", namespace, "-f", "-", input=runtime("legacy", OVER["spec"]))
     finally:
         install_our_crd(api_plane)
-    yield "legacy"
+    return "legacy"
 
 
 def test_a_stored_runtime_over_a_bound_takes_status_and_unrelated_updates(
