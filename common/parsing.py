@@ -32,7 +32,7 @@ from trussium_operator.common.api import (
     TrussiumRuntimeSpec,
 )
 from trussium_operator.common.defaulting import default_spec
-from trussium_operator.common.json_limits import json_problem, path_key, shown
+from trussium_operator.common.json_limits import MAX_DEPTH, json_problem, path_key, shown
 from trussium_operator.common.k8s_types import MaxEntries
 from trussium_operator.common.k8s_validation import FieldError
 from trussium_operator.common.quantity import QuantityError, parse_quantity
@@ -271,8 +271,8 @@ def _bounded(
     review costs what the bounds allow; a `stored` runtime's is read up to
     MAX_COLLECTION_ENTRIES, as the operator renders it whole (`common.ratcheting`).
     """
-    if not isinstance(value, dict | list):
-        return value
+    if not isinstance(value, dict | list) or len(loc) >= MAX_DEPTH:
+        return value  # deeper: left whole for json_problem to report
     limit = bound or MAX_COLLECTION_ENTRIES
     if len(value) > limit:
         what = "items" if isinstance(value, list) else "entries"
@@ -341,11 +341,13 @@ def parse_runtime(obj: object, *, stored: bool = False) -> ParsedRuntime:
     """
     if not isinstance(obj, Mapping):
         return ParsedRuntime((_NOT_AN_OBJECT,))
-    problem = json_problem(obj)
+    errors: list[FieldError] = []
+    bounded = _bounded(obj.get("spec"), TrussiumRuntimeSpec, None, (), errors, stored)
+    # What is read is checked: the spec as cut (nothing reads past a bound), the rest whole.
+    problem = json_problem({**obj, "spec": bounded} if "spec" in obj else obj)
     if problem is not None:
         return ParsedRuntime((FieldError(problem.path, problem.message),))
-    errors: list[FieldError] = []
-    spec = _defaulted(_bounded(obj.get("spec"), TrussiumRuntimeSpec, None, (), errors, stored))
+    spec = _defaulted(bounded)
     model, schema = _spec_model(spec)
     cut = {e.path for e in errors}
     errors += [e for e in schema if e.path not in cut]
