@@ -185,6 +185,16 @@ def in_process_ms(body: bytes, rounds: int) -> float:
     return statistics.median(samples)
 
 
+def decode_ms(body: bytes, rounds: int) -> float:
+    """The yardstick: one `json.loads` of the body, which no review can avoid."""
+    samples = []
+    for _ in range(rounds):
+        began = time.perf_counter()
+        json.loads(body)
+        samples.append((time.perf_counter() - began) * 1000)
+    return statistics.median(samples)
+
+
 async def through_server(
     base: str, ca_file: Path, bodies: dict[str, bytes], rounds: int, load: int
 ) -> tuple[dict[str, float], list[float]]:
@@ -263,10 +273,10 @@ def main(argv: list[str] | None = None) -> int:
     bodies = cases()
     print(f"load average at start: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
     if not args.skip_in_process:
-        print("in process (this checkout), median ms of both hooks:")
+        print("in process (this checkout), median ms of both hooks; json.loads of the body alone:")
         for label, body in bodies.items():
-            took = in_process_ms(body, args.rounds)
-            print(f"  {label:<42} {len(body) / 1e6:5.2f} MB  {took:8.1f} ms")
+            took, decode = in_process_ms(body, args.rounds), decode_ms(body, args.rounds)
+            print(f"  {label:<42} {len(body) / 1e6:5.2f} MB  {took:8.1f} ms  {decode:8.1f} ms")
     medians, legit = serve_and_measure(bodies, args.rounds, args.load, args.server_source)
     where = args.server_source or "this checkout"
     print(f"through the server ({where}), median ms of both hooks, {args.load} clients of load:")
