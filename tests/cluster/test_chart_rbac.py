@@ -3,16 +3,8 @@ the host with tokens of the chart's own ServiceAccounts and the chart's own flag
 the installed webhook configurations point at the host webhook (webhook.urlOverride),
 and a TrussiumRuntime converges while everything outside the grant is refused."""
 
-import base64
 import json
-import signal
-import subprocess
-import sys
-import urllib.request
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -27,104 +19,17 @@ from devcluster.controller_harness import (
 )
 from devcluster.hostoperator import install_crds
 from devcluster.layout import free_port
-from tests.support.chart import CHART, container, find, fullname, release_name, render
-
-pytestmark = pytest.mark.cluster
-
-CERT_DIR = "webhook-certs"  # under tmp_path: served from (files mode) or written to (self-managed)
-SECRET_VALUE = "sk-chart-rbac-do-not-log"  # must never show up in either program's log
-# Each program binds these itself on the host; the chart's in-Pod values would collide.
-HOST_FLAGS = (
-    "--bind-address",
-    "--health-bind-address",
-    "--metrics-bind-address",
-    "--health-probe-bind-address",
-    "--cert-dir",
+from tests.support.chart import CHART, find, fullname, release_name, render
+from tests.support.host_programs import (
+    ca_injected,
+    chart_args,
+    provided_certificate,
+    running_webhook,
+    token_kubeconfig,
 )
 
-
-def chart_args(deployment: dict[str, Any]) -> list[str]:
-    """The program arguments the chart gives this Deployment, minus the in-Pod addresses."""
-    main = container(deployment)
-    args: list[str] = [*main["command"][1:], *main["args"]]
-    return [a for a in args if a.split("=", 1)[0] not in HOST_FLAGS]
-
-
-def provided_certificate(work: Path, secret: str) -> list[str]:
-    """A CA and serving certificate from `trussium-webhook certs generate`, for `provided` mode:
-    the served folder (the host's stand-in for the mounted Secret) and the chart values."""
-    generate = [str(Path(sys.executable).parent / "trussium-webhook"), "certs", "generate"]
-    out, ca = work / CERT_DIR, work / "ca"
-    subprocess.run(
-        [*generate, f"--out={out}", f"--ca-dir={ca}", "--ip-address=127.0.0.1"], check=True
-    )
-    bundle = base64.b64encode((out / "ca.crt").read_bytes()).decode()
-    return [
-        "--set", "certificates.mode=provided",
-        "--set", f"certificates.provided.existingSecret={secret}",
-        "--set", f"certificates.provided.caBundle={bundle}",
-    ]  # fmt: skip
-
-
-def token_kubeconfig(plane: ControlPlane, namespace: str, account: str) -> Path:
-    token = plane.kubectl("create", "token", account, "-n", namespace, "--duration=1h").stdout
-    return plane.token_kubeconfig(token.strip(), account)
-
-
-@contextmanager
-def running_webhook(
-    argv: list[str], port: int, log_path: Path, plane: ControlPlane
-) -> Iterator[subprocess.Popen[bytes]]:
-    health = free_port()
-    command = [
-        str(Path(sys.executable).parent / "trussium-webhook"),
-        *argv,
-        f"--bind-address=127.0.0.1:{port}",
-        f"--health-bind-address=127.0.0.1:{health}",
-        f"--cert-dir={log_path.parent / CERT_DIR}",
-        "--ip-address=127.0.0.1",
-    ]
-    with log_path.open("ab") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
-
-    def ready() -> bool:
-        if process.poll() is not None:
-            raise AssertionError(f"webhook exited: {log_path.read_text()[-4000:]}")
-        probe = plane.kubectl("get", "--raw", "/readyz", check=False)  # keep the API warm
-        return probe.returncode == 0 and _http_ok(f"http://127.0.0.1:{health}/readyz")
-
-    try:
-        wait_for(ready, "the host webhook to be ready", timeout=60)
-        yield process
-    except BaseException:
-        sys.stderr.write(f"--- webhook log ---\n{log_path.read_text()[-6000:]}\n")
-        raise
-    finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-
-def _http_ok(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as answer:
-            return bool(answer.status == 200)
-    except OSError:
-        return False
-
-
-def ca_injected(plane: ControlPlane, name: str) -> bool:
-    """Every hook of both configurations carries a caBundle."""
-    bundles = [
-        plane.kubectl(
-            "get", kind, name, "-o", "jsonpath={.webhooks[*].clientConfig.caBundle}"
-        ).stdout.split()
-        for kind in ("mutatingwebhookconfiguration", "validatingwebhookconfiguration")
-    ]
-    return [len(b) for b in bundles] == [1, 2]
+pytestmark = pytest.mark.cluster
+SECRET_VALUE = "sk-chart-rbac-do-not-log"  # must never show up in either program's log
 
 
 def can_i(plane: ControlPlane, user: str, *request: str) -> bool:
