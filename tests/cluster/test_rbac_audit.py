@@ -18,6 +18,7 @@ does: it asks for `update` on the runtime's finalizers to set blockOwnerDeletion
 and for `delete` on an object whose owner references an update changes.
 """
 
+import base64
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -139,6 +140,9 @@ def test_each_grant_is_used_and_nothing_is_refused(
             assert unneeded == [], "granted, never used:\n" + "\n".join(map(str, unneeded))
             logs = (tmp_path / "webhook.log").read_text() + controller.logs()
             assert SECRET_VALUE not in logs
+        _what_a_stolen_controller_token_can_do(
+            plane, configs["controller"], mode, apps, (ops, accounts["webhook"])
+        )
     finally:
         plane.helm("uninstall", release, "--namespace", ops, "--wait", check=False)
         for gone in (apps, ops):  # gone before the next mode's controller watches everything
@@ -151,6 +155,47 @@ def test_each_grant_is_used_and_nothing_is_refused(
             "the test's namespaces deleted",
             180,
         )
+
+
+def _what_a_stolen_controller_token_can_do(
+    plane: ControlPlane, token: Path, mode: str, apps: str, other: tuple[str, str]
+) -> None:
+    """The threat model of docs/security.md, with the controller's own token: a Secret
+    list returns values, whatever the client asks for, and a Deployment may run as
+    any ServiceAccount of a namespace it may write to (`other`: the webhook's)."""
+    ops, account = other
+    values = plane.kubectl(
+        "get", "secrets", "-n", apps, "-o", "jsonpath={.items[*].data.apiKey}",
+        kubeconfig=token, check=False,
+    )  # fmt: skip
+    if mode == "no-secret-rights":
+        assert "Forbidden" in values.stderr
+    else:
+        assert values.stdout == base64.b64encode(SECRET_VALUE.encode()).decode()
+    elsewhere = plane.kubectl(
+        "get", "secrets", "-n", ops, "-o", "name", kubeconfig=token, check=False
+    )
+    assert ("Forbidden" in elsewhere.stderr) is (mode != "cluster-wide")
+    impostor = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "impostor", "namespace": ops},
+        "spec": {
+            "selector": {"matchLabels": {"app": "impostor"}},
+            "template": {
+                "metadata": {"labels": {"app": "impostor"}},
+                "spec": {
+                    "serviceAccountName": account,
+                    "containers": [{"name": "c", "image": "busybox"}],
+                },
+            },
+        },
+    }
+    created = plane.kubectl(
+        "create", "--dry-run=server", "-f", "-", input=json.dumps(impostor),
+        kubeconfig=token, check=False,
+    )  # fmt: skip
+    assert (created.returncode == 0) is (mode != "watch-namespace"), created.stderr
 
 
 def _everything_they_do(plane: ControlPlane, apps: str, *, checked: bool) -> None:
