@@ -12,20 +12,17 @@ from devcluster import ControlPlane
 from devcluster.controller_harness import (
     get,
     must_get,
-    running_controller,
     runtime_manifest,
     wait_condition,
     wait_for,
 )
 from devcluster.hostoperator import install_crds
 from devcluster.layout import free_port
-from tests.support.chart import CHART, find, fullname, release_name, render
+from tests.support.chart import CHART, fullname, release_name, render
 from tests.support.host_programs import (
     ca_injected,
-    chart_args,
     provided_certificate,
-    running_webhook,
-    token_kubeconfig,
+    running_chart_programs,
 )
 
 pytestmark = pytest.mark.cluster
@@ -83,24 +80,9 @@ def test_chart_service_accounts_run_both_programs_and_nothing_more(
             "--timeout",
             "120s",
         )
-        webhook_config = token_kubeconfig(plane, namespace, f"{name}-webhook")
-        controller_config = token_kubeconfig(plane, namespace, f"{name}-controller")
-        webhook_argv = chart_args(find(in_pod, "Deployment", f"{name}-webhook"))
-        controller_argv = chart_args(find(in_pod, "Deployment", f"{name}-controller"))
-        with (
-            running_webhook(
-                [*webhook_argv, f"--kubeconfig={webhook_config}"],
-                port,
-                tmp_path / "webhook.log",
-                plane,
-            ),
-            running_controller(
-                plane,
-                tmp_path / "controller.log",
-                *controller_argv[1:],
-                f"--kubeconfig={controller_config}",
-                identity=name,
-            ) as controller,
+        with running_chart_programs(plane, in_pod, namespace, port, tmp_path) as (
+            controller,
+            configs,
         ):
             _prove_the_programs_work(plane, namespace, apps, name, mode, lookup)
             logs = (tmp_path / "webhook.log").read_text() + controller.logs()
@@ -113,7 +95,7 @@ def test_chart_service_accounts_run_both_programs_and_nothing_more(
             scope,
             mode,
             lookup,
-            {controller_user: controller_config, webhook_user: webhook_config},
+            {controller_user: configs["controller"], webhook_user: configs["webhook"]},
         )
         # No manifest sets caBundle, so an upgrade keeps the injected one (the webhook,
         # which would re-inject it, is stopped by now).

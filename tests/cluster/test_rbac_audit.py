@@ -31,7 +31,6 @@ from devcluster.controller_harness import (
     get,
     must_get,
     now,
-    running_controller,
     runtime_manifest,
     wait_condition,
     wait_for,
@@ -39,12 +38,10 @@ from devcluster.controller_harness import (
 from devcluster.hostoperator import install_crds
 from devcluster.layout import free_port
 from tests.support import rbac_audit
-from tests.support.chart import CHART, find, fullname, release_name, render
+from tests.support.chart import CHART, fullname, release_name, render
 from tests.support.host_programs import (
-    chart_args,
     provided_certificate,
-    running_webhook,
-    token_kubeconfig,
+    running_chart_programs,
 )
 from trussium_operator.common.api import TrussiumRuntime
 from trussium_operator.controller.kinds import MANAGED_KINDS, disabled_kinds
@@ -103,25 +100,8 @@ def test_each_grant_is_used_and_nothing_is_refused(
         "--wait", "--timeout", "120s",
     )  # fmt: skip
     installed = render(plane, release, ops, *values, "--set", "crds.enabled=false")
-    configs = {c: token_kubeconfig(plane, ops, a) for c, a in accounts.items()}
-    webhook_argv = chart_args(find(in_pod, "Deployment", f"{name}-webhook"))
-    controller_argv = chart_args(find(in_pod, "Deployment", f"{name}-controller"))
     try:
-        with (
-            running_webhook(
-                [*webhook_argv, f"--kubeconfig={configs['webhook']}"],
-                port,
-                tmp_path / "webhook.log",
-                plane,
-            ),
-            running_controller(
-                plane,
-                tmp_path / "controller.log",
-                *controller_argv[1:],
-                f"--kubeconfig={configs['controller']}",
-                identity=name,
-            ) as controller,
-        ):
+        with running_chart_programs(plane, in_pod, ops, port, tmp_path) as (controller, configs):
             _everything_they_do(plane, apps, checked=mode != "no-secret-rights")
             granted = {g for a in accounts.values() for g in rbac_audit.grants(installed, ops, a)}
             for grant in granted:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from devcluster import ControlPlane
-from devcluster.controller_harness import wait_for
+from devcluster.controller_harness import Controller, running_controller, wait_for
 from devcluster.layout import free_port
 from tests.support.chart import container
 
@@ -110,3 +110,38 @@ def ca_injected(plane: ControlPlane, name: str) -> bool:
         for kind in ("mutatingwebhookconfiguration", "validatingwebhookconfiguration")
     ]
     return [len(b) for b in bundles] == [1, 2]
+
+
+@contextmanager
+def running_chart_programs(
+    plane: ControlPlane, rendered: list[dict[str, Any]], namespace: str, port: int, work: Path
+) -> Iterator[tuple[Controller, dict[str, Path]]]:
+    """Both programs as the rendered chart runs them, each with a token of its chart
+    ServiceAccount, the webhook on `port`; yields the controller and each component's
+    kubeconfig (logs in `work`)."""
+    deployments = {
+        d["spec"]["template"]["metadata"]["labels"]["app.kubernetes.io/component"]: d
+        for d in rendered
+        if d["kind"] == "Deployment"
+    }
+    configs = {
+        component: token_kubeconfig(
+            plane, namespace, deployment["spec"]["template"]["spec"]["serviceAccountName"]
+        )
+        for component, deployment in deployments.items()
+    }
+    webhook_argv = chart_args(deployments["webhook"])
+    controller_argv = chart_args(deployments["controller"])
+    with (
+        running_webhook(
+            [*webhook_argv, f"--kubeconfig={configs['webhook']}"], port, work / "webhook.log", plane
+        ),
+        running_controller(
+            plane,
+            work / "controller.log",
+            *controller_argv[1:],
+            f"--kubeconfig={configs['controller']}",
+            identity=deployments["controller"]["metadata"]["name"],
+        ) as controller,
+    ):
+        yield controller, configs
