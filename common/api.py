@@ -453,6 +453,13 @@ class TrussiumRuntimeStatus(K8sModel):
     available_replicas: Annotated[int, INT32] = Field(
         0, description="Available Pods of the managed Deployment."
     )
+    # None, not 0: absent means "not reported yet" (a status written before this field,
+    # or by the Go operator); 0 is a runtime scaled to zero, and is written.
+    desired_replicas: Annotated[int, INT32] | None = Field(
+        None,
+        description="The replica count the runtime is held to: with autoscaling, the "
+        "autoscaler's (the managed Deployment's spec.replicas), otherwise spec.replicas.",
+    )
     desired_image: str = Field("", description="The image rendered from spec.image.")
     current_image: str = Field(
         "", description="The image the managed Deployment's Pod template runs."
