@@ -48,6 +48,8 @@ class Outcome:
     missing_secrets: tuple[str, ...] = ()
     reference_check_error: str | None = None
     reconcile_error: str | None = None
+    # Referenced Secrets nobody checked: an install without Secret rights (ADR 0028).
+    unchecked_secrets: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -115,6 +117,20 @@ def _missing_secrets_message(namespace: str, names: tuple[str, ...]) -> str:
     return f"Secrets {quoted} were not found in namespace {namespace}."
 
 
+def _resolved(outcome: Outcome) -> ConditionState:
+    """ConfigurationValid when nothing refutes the references; the contract's reason
+    stays, the message says when the Secrets were not checked (ADR 0028)."""
+    if not outcome.unchecked_secrets:
+        return _RESOLVED
+    quoted = ", ".join(f'"{name}"' for name in outcome.unchecked_secrets)
+    return ConditionState(
+        "True",
+        Reason.REFERENCES_RESOLVED,
+        "Referenced Secrets are not checked (this installation has no Secret access): "
+        f"{quoted}. A missing one shows when the kubelet starts a Pod.",
+    )
+
+
 def _configuration(runtime: TrussiumRuntime, outcome: Outcome, o: _Observed) -> Conditions | None:
     """The first three rows of the table: the reconcile could not run to its end."""
     namespace = runtime.metadata.namespace
@@ -140,7 +156,7 @@ def _configuration(runtime: TrussiumRuntime, outcome: Outcome, o: _Observed) -> 
     if outcome.reconcile_error is not None:
         message = f"Reconciliation failed: {outcome.reconcile_error}"
         return {
-            ConditionType.CONFIGURATION_VALID: _RESOLVED,
+            ConditionType.CONFIGURATION_VALID: _resolved(outcome),
             **_failed(Reason.RECONCILIATION_FAILED, message, availability(o.desired, o.available)),
         }
     return None
@@ -242,7 +258,7 @@ def compute_status(
         previous, desired_image=desired_image, current_image=image, rollout=o.rollout
     )
     states = _configuration(runtime, outcome, o) or {
-        ConditionType.CONFIGURATION_VALID: _RESOLVED,
+        ConditionType.CONFIGURATION_VALID: _resolved(outcome),
         **_workload(o),
     }
     states[ConditionType.UPGRADING] = upgrade.condition

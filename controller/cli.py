@@ -139,6 +139,13 @@ def _run_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> N
         default=env_bool("--go-operator-exclusion", True),
         help="do not reconcile while the Go operator's leader Lease is held (default: on)",
     )
+    run.add_argument(
+        "--check-secret-references",
+        action=argparse.BooleanOptionalAction,
+        default=env_bool("--check-secret-references", True),
+        help="check that referenced Secrets exist (list and watch Secret metadata); "
+        "off for an install without Secret rights (default: on)",
+    )
     list_environment(run)
 
 
@@ -188,6 +195,7 @@ def options_from(args: argparse.Namespace) -> Options:
             if args.go_operator_exclusion
             else None
         ),
+        check_secret_references=bool(args.check_secret_references),
     )
 
 
@@ -219,6 +227,7 @@ async def run(args: argparse.Namespace) -> int:
                 "leaderElect": options.leader_elect,
                 "legacyFieldManagers": sorted(options.legacy_field_managers),
                 "goOperatorLease": str(options.exclusion_lease or ""),
+                "checkSecretReferences": options.check_secret_references,
             }
         },
     )

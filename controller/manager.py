@@ -63,6 +63,8 @@ class Options:
     legacy_field_managers: frozenset[str] = LEGACY_FIELD_MANAGERS
     # Reconcile only while no Lease so found (the Go operator's) is held; None: never wait.
     exclusion_lease: LeaseSearch | None = field(default_factory=LeaseSearch)
+    # False: no Secret is ever listed or watched (an install without Secret rights, ADR 0028).
+    check_secret_references: bool = True
 
 
 class Manager:
@@ -73,7 +75,7 @@ class Manager:
         self.options = options
         self.queue = WorkQueue[NamespacedName](QUEUE)
         metrics.init_controller(CONTROLLER, QUEUE, options.workers, lambda: self.queue.in_flight)
-        self.secrets = SecretPresence()
+        self.secrets = SecretPresence(checked=options.check_secret_references)
         self.watches = watch_table(self.secrets, kinds)
         self.caches = Caches.for_watches(self.watches)
         self.informers = [self._informer(watch) for watch in self.watches]
@@ -174,7 +176,8 @@ class Manager:
             asyncio.create_task(self._run_informer(watch, informer))
             for watch, informer in zip(self.watches, self.informers, strict=True)
         ]
-        informer_tasks.append(asyncio.create_task(self._look_up_secrets()))
+        if self.secrets.checked:
+            informer_tasks.append(asyncio.create_task(self._look_up_secrets()))
         if self.gate:
             informer_tasks.append(asyncio.create_task(self.gate.run()))
         try:

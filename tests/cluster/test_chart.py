@@ -27,18 +27,19 @@ from trussium_operator.webhook.cli import build_parser as webhook_parser
 
 pytestmark = pytest.mark.cluster
 
-FULL_MANAGEMENT = ["get", "list", "watch", "create", "update", "patch", "delete"]
-# docs/contract.md section 9, plus the finalizers subresource (ADR 0003).
+# What the controller uses of docs/contract.md section 9 (ADR 0028), plus the
+# finalizers subresource (ADR 0003): tests/cluster/test_rbac_audit.py proves each used.
+FULL_MANAGEMENT = ["get", "list", "watch", "create", "patch", "delete"]
 CONTROLLER_RULES = [
     {
         "apiGroups": ["runtime.trussium.io"],
         "resources": ["trussiumruntimes"],
-        "verbs": ["get", "list", "watch"],
+        "verbs": ["list", "watch"],
     },
     {
         "apiGroups": ["runtime.trussium.io"],
         "resources": ["trussiumruntimes/status"],
-        "verbs": ["get", "update", "patch"],
+        "verbs": ["update"],
     },
     {
         "apiGroups": ["runtime.trussium.io"],
@@ -63,7 +64,7 @@ CONTROLLER_RULES = [
         "verbs": FULL_MANAGEMENT,
     },
     {"apiGroups": [""], "resources": ["secrets"], "verbs": ["list", "watch"]},
-    {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch"]},
+    {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create"]},
 ]
 NOT_IN_CLUSTER = {"cert-manager.io", "monitoring.coreos.com"}
 

@@ -105,6 +105,16 @@ def test_go_operator_migration_defaults_and_their_switches(
     assert options.legacy_field_managers == frozenset()
 
 
+def test_secret_references_are_checked_unless_turned_off(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert options_from(parser().parse_args(["run"])).check_secret_references
+    off = parser().parse_args(["run", "--no-check-secret-references"])
+    assert not options_from(off).check_secret_references
+    monkeypatch.setenv("TRUSSIUM_CHECK_SECRET_REFERENCES", "false")
+    assert not options_from(parser().parse_args(["run"])).check_secret_references
+
+
 def test_no_client_rate_limit_by_default_and_one_when_a_rate_is_given(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -285,6 +285,20 @@ def test_messages_are_plain_sentences_with_the_facts() -> None:
     assert "the server rejected the Deployment" in condition(apply, "Degraded")["message"]
 
 
+def test_unchecked_references_keep_the_contract_reason_and_say_they_were_not_checked() -> None:
+    """An install without Secret rights (ADR 0028): the reason stays ReferencesResolved,
+    so nothing built on the contract's strings breaks; the message tells the truth."""
+    unchecked = Outcome(unchecked_secrets=("a-key", "registry"))
+    result = status(runtime(), deployment(1, readyReplicas=1, availableReplicas=1), unchecked)
+    valid = condition(result, "ConfigurationValid")
+    assert (valid["status"], valid["reason"]) == ("True", "ReferencesResolved")
+    assert "not checked" in valid["message"]
+    assert '"a-key", "registry"' in valid["message"]
+    assert condition(result, "Ready")["reason"] == "RuntimeReady"
+    checked = condition(status(runtime(), None), "ConfigurationValid")
+    assert checked["message"] == "All referenced Secrets exist."
+
+
 def test_a_failure_without_a_message_still_explains_itself() -> None:
     silent = {key: value for key, value in QUOTA.items() if key != "message"}
     result = status(runtime(), deployment(1, conditions=(silent,)))
