@@ -18,6 +18,7 @@ from aiohttp import web
 from aiohttp.typedefs import Middleware
 
 from trussium_operator.cmdline.health import probes_app
+from trussium_operator.cmdline.limits import DEFAULT_BODY_TIMEOUT_SECONDS, DEFAULT_MAX_REQUEST_BYTES
 from trussium_operator.common import admission
 from trussium_operator.common.admission import AdmissionDecodeError, AdmissionRequest
 from trussium_operator.common.constants import (
@@ -37,7 +38,6 @@ from trussium_operator.common.validation import (
     validate_runtime,
     with_missing_secrets,
 )
-from trussium_operator.webhook.limits import DEFAULT_BODY_TIMEOUT_SECONDS, DEFAULT_MAX_REQUEST_BYTES
 from trussium_operator.webhook.metrics import WebhookMetrics
 
 # Well inside the API server's 5 s budget: a slow lookup only costs a warning.

@@ -19,6 +19,12 @@ from typing import cast
 
 from trussium_operator.certs.cli import add_certs_commands
 from trussium_operator.cmdline.addresses import split_address
+from trussium_operator.cmdline.limits import (
+    DEFAULT_BODY_TIMEOUT_SECONDS,
+    DEFAULT_LIMITS,
+    DEFAULT_MAX_REQUEST_BYTES,
+    ConnectionLimits,
+)
 from trussium_operator.cmdline.logs import configure_logging
 from trussium_operator.cmdline.options import (
     LOG_FORMATS,
@@ -37,12 +43,6 @@ from trussium_operator.common.constants import (
     WEBHOOK_CONFIG_NAME,
     WEBHOOK_SECRET_NAME,
     WEBHOOK_SERVICE_NAME,
-)
-from trussium_operator.webhook.limits import (
-    DEFAULT_BODY_TIMEOUT_SECONDS,
-    DEFAULT_LIMITS,
-    DEFAULT_MAX_REQUEST_BYTES,
-    ConnectionLimits,
 )
 from trussium_operator.webhook.offline import add_validate_command
 

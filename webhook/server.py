@@ -27,6 +27,12 @@ from trussium_operator.certs.reload import ReloadingTLS
 from trussium_operator.certs.selfmanaged import SelfManaged
 from trussium_operator.cmdline.addresses import split_address
 from trussium_operator.cmdline.kubeconfig import new_api_client
+from trussium_operator.cmdline.limits import (
+    DEFAULT_BODY_TIMEOUT_SECONDS,
+    DEFAULT_LIMITS,
+    ConnectionLimits,
+)
+from trussium_operator.cmdline.listener import Listener, listen
 from trussium_operator.cmdline.options import ConfigurationError
 from trussium_operator.cmdline.stopping import stop_on_signals, until_stopped
 from trussium_operator.common.constants import (
@@ -35,12 +41,6 @@ from trussium_operator.common.constants import (
     WEBHOOK_SERVICE_NAME,
 )
 from trussium_operator.webhook.app import AdmissionSettings, create_admission_app, create_health_app
-from trussium_operator.webhook.connections import Listener, listen
-from trussium_operator.webhook.limits import (
-    DEFAULT_BODY_TIMEOUT_SECONDS,
-    DEFAULT_LIMITS,
-    ConnectionLimits,
-)
 from trussium_operator.webhook.metrics import WebhookMetrics
 from trussium_operator.webhook.secret_names import secret_names_lister
 

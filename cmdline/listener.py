@@ -26,7 +26,7 @@ from typing import Any
 from aiohttp import web
 from prometheus_client import Counter
 
-from trussium_operator.webhook.limits import ConnectionLimits
+from trussium_operator.cmdline.limits import ConnectionLimits
 from trussium_operator.webhook.metrics import WebhookMetrics
 
 log = logging.getLogger(__name__)
