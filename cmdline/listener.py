@@ -1,16 +1,20 @@
-"""Listening sockets that slow or hostile clients cannot exhaust.
+"""Listening sockets that slow, idle or hostile clients cannot exhaust.
 
 aiohttp alone keeps a connection that sends half a request for about an
-hour, and accepts any number of them. Here every listener gets:
-- a TLS handshake deadline (asyncio's `ssl_handshake_timeout`);
-- a deadline for a complete request head, counted from the connection's
-  start or the end of the previous response, which is also the idle
-  keep-alive limit (aiohttp's keep-alive timer, which data trickling in does
-  not extend: a connection still waiting for its request head is closed);
-- a body deadline, applied by the admission handler around its read
-  (`AdmissionSettings.body_timeout`);
-- a cap on open connections: one past the cap is closed as soon as it is
-  accepted, and counted.
+hour, and accepts any number of them; asyncio's TLS gives every accepted
+socket a 256 KiB buffer before the peer has sent a byte. Here every listener
+of both programs gets:
+- a cap on open connections, counted from accept (before TLS). At the cap a
+  new connection is still served: the connection idle longest (no request in
+  flight: still handshaking, no complete head yet, or kept alive between
+  requests) is closed to make room; when none is idle, the request in flight
+  longest. So a peer holding connections open cannot lock the API server out;
+- a TLS handshake deadline (`handshake_timeout`), with a 32 KiB read buffer
+  per connection instead of asyncio's 256 KiB;
+- a deadline for a complete request head, counted from the handshake or the
+  end of the previous response, which is also the idle keep-alive limit
+  (aiohttp's keep-alive timer, which data trickling in does not extend);
+- a body deadline, applied by the admission handler around its read.
 aiohttp's own connection-level errors (malformed HTTP, a client gone
 mid-request) are counted and logged at debug, without a traceback, so
 anyone who can reach the port cannot flood the log.
@@ -19,17 +23,56 @@ anyone who can reach the port cannot flood the log.
 import asyncio
 import logging
 import ssl
-from collections.abc import Callable
-from dataclasses import dataclass
+from asyncio import sslproto
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
-from prometheus_client import Counter
+from prometheus_client import CollectorRegistry, Counter
 
-from trussium_operator.cmdline.limits import ConnectionLimits
-from trussium_operator.webhook.metrics import WebhookMetrics
+from trussium_operator.cmdline.limits import DEFAULT_LIMITS, ConnectionLimits
 
 log = logging.getLogger(__name__)
+
+# Bytes read from the socket at a time; a TLS record is at most 16 KiB + 256.
+TLS_READ_BUFFER = 32 * 1024
+# The plain-HTTP read buffer per connection, and aiohttp's per-request
+# buffer (it stops reading the socket at twice this much unread body).
+READ_BUFFER = 16 * 1024
+
+
+@dataclass
+class ConnectionMetrics:
+    """What the limits did, as `<prefix>_connections_{refused,evicted,dropped}_total`."""
+
+    prefix: str
+    registry: CollectorRegistry
+    refused: Counter = field(init=False)
+    evicted: Counter = field(init=False)
+    dropped: Counter = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.refused = Counter(
+            f"{self.prefix}_connections_refused_total",
+            "Connections closed on arrival because the open-connection cap was reached "
+            "and no open connection could make room.",
+            registry=self.registry,
+        )
+        self.evicted = Counter(
+            f"{self.prefix}_connections_evicted_total",
+            "Open connections closed at the cap to make room for a new one, by state "
+            "(idle: no request in flight; busy: the request in flight longest).",
+            ["state"],
+            registry=self.registry,
+        )
+        self.dropped = Counter(
+            f"{self.prefix}_connections_dropped_total",
+            "Requests or connections ended early (malformed HTTP, timeouts, clients gone), "
+            "by reason.",
+            ["reason"],
+            registry=self.registry,
+        )
 
 
 class _ProtocolErrors(logging.LoggerAdapter[logging.Logger]):
@@ -51,47 +94,143 @@ class _ProtocolErrors(logging.LoggerAdapter[logging.Logger]):
         return msg, kwargs
 
 
-class _Capped(asyncio.Protocol):
-    """Hands a connection to aiohttp's protocol unless `limit` connections are open."""
+class _SmallTLS(sslproto.SSLProtocol):
+    """asyncio's TLS protocol with a read buffer sized for one record, not 256 KiB."""
 
-    def __init__(
-        self,
-        make: Callable[[], asyncio.Protocol],
-        open_: set["_Capped"],
-        limit: int,
-        refused: Counter,
-    ) -> None:
-        self._make, self._open, self._limit, self._refused = make, open_, limit, refused
-        self._inner: asyncio.Protocol | None = None
+    max_size = TLS_READ_BUFFER
+
+
+class _Connection(asyncio.BufferedProtocol):
+    """One accepted socket from accept to close, in front of TLS and aiohttp.
+
+    It stays the socket's protocol, so it sees every close, even of a
+    connection that never finished its handshake.
+    """
+
+    def __init__(self, pool: "_Pool") -> None:
+        self._pool = pool
+        self.transport: asyncio.Transport | None = None
+        self.http: asyncio.Protocol | None = None
+        self._tls: _SmallTLS | None = None
+        self._buffer: bytearray | None = None
+        # When the connection last became idle, or its request started.
+        self.since = 0.0
+        self.in_flight = 0
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        if len(self._open) >= self._limit:
-            self._refused.inc()
-            transport.close()
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        self.since = asyncio.get_running_loop().time()
+        if not self._pool.admit(self):
+            transport.abort()
             return
-        self._open.add(self)
-        self._inner = self._make()
-        self._inner.connection_made(transport)
+        self.http = self._pool.make_http()
+        self._pool.by_http[self.http] = self
+        if self._pool.ssl_context is None:
+            self._buffer = bytearray(READ_BUFFER)
+            self.http.connection_made(transport)
+            return
+        # No waiter (typeshed wants one; a failed handshake would leave its
+        # exception unretrieved), and the timeouts are floats (typeshed says int).
+        timeout = self._pool.limits.handshake_timeout
+        self._tls = _SmallTLS(
+            asyncio.get_running_loop(),
+            self.http,
+            self._pool.ssl_context,
+            None,  # type: ignore[arg-type]
+            server_side=True,
+            ssl_handshake_timeout=timeout,  # type: ignore[arg-type]
+            ssl_shutdown_timeout=timeout,
+        )
+        self._tls.connection_made(transport)
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._open.discard(self)
-        if self._inner is not None:
-            self._inner.connection_lost(exc)
+        self._pool.discard(self)
+        inner = self._tls or self.http
+        if inner is not None:
+            inner.connection_lost(exc)
 
-    def data_received(self, data: bytes) -> None:
-        if self._inner is not None:
-            self._inner.data_received(data)
+    def get_buffer(self, sizehint: int) -> Any:
+        if self._tls is not None:
+            return self._tls.get_buffer(sizehint)
+        assert self._buffer is not None
+        return self._buffer
+
+    def buffer_updated(self, nbytes: int) -> None:
+        if self._tls is not None:
+            self._tls.buffer_updated(nbytes)
+        elif self.http is not None and self._buffer is not None:
+            self.http.data_received(bytes(self._buffer[:nbytes]))
 
     def eof_received(self) -> bool | None:
-        return self._inner.eof_received() if self._inner is not None else None
+        inner = self._tls or self.http
+        return inner.eof_received() if inner is not None else None
 
     def pause_writing(self) -> None:
-        if self._inner is not None:
-            self._inner.pause_writing()
+        inner = self._tls or self.http
+        if inner is not None:
+            inner.pause_writing()
 
     def resume_writing(self) -> None:
-        if self._inner is not None:
-            self._inner.resume_writing()
+        inner = self._tls or self.http
+        if inner is not None:
+            inner.resume_writing()
+
+    def close(self) -> None:
+        if self.transport is not None:
+            self.transport.abort()
+
+
+@dataclass
+class _Pool:
+    """The open connections of one listener, and who goes when it is full."""
+
+    make_http: Callable[[], asyncio.Protocol]
+    ssl_context: ssl.SSLContext | None
+    limits: ConnectionLimits
+    metrics: ConnectionMetrics
+    open: set[_Connection] = field(default_factory=set)
+    by_http: dict[asyncio.Protocol, _Connection] = field(default_factory=dict)
+
+    def admit(self, new: _Connection) -> bool:
+        """Make room for `new`, closing the idle connection (else the request) held longest."""
+        if len(self.open) >= self.limits.max_connections:
+            idle = [c for c in self.open if not c.in_flight]
+            victims = idle or list(self.open)
+            if not victims:  # a cap of zero
+                self.metrics.refused.inc()
+                return False
+            victim = min(victims, key=lambda c: c.since)
+            self.metrics.evicted.labels("idle" if idle else "busy").inc()
+            self.discard(victim)
+            victim.close()
+        self.open.add(new)
+        return True
+
+    def discard(self, connection: _Connection) -> None:
+        self.open.discard(connection)
+        if connection.http is not None:
+            self.by_http.pop(connection.http, None)
+
+    def tracked(
+        self, handle: Callable[[web.BaseRequest], Awaitable[web.StreamResponse]]
+    ) -> Callable[[web.BaseRequest], Awaitable[web.StreamResponse]]:
+        """aiohttp's request handler, marking its connection busy while it runs."""
+
+        async def run(request: web.BaseRequest) -> web.StreamResponse:
+            connection = self.by_http.get(request.protocol)
+            if connection is None:
+                return await handle(request)
+            loop = asyncio.get_running_loop()
+            connection.in_flight += 1
+            connection.since = loop.time()
+            try:
+                return await handle(request)
+            finally:
+                connection.in_flight -= 1
+                connection.since = loop.time()
+
+        return run
 
 
 @dataclass
@@ -100,11 +239,17 @@ class Listener:
 
     runner: web.AppRunner
     server: asyncio.Server
-    open_connections: set[_Capped]
+    _pool: _Pool
+
+    @property
+    def open_connections(self) -> int:
+        return len(self._pool.open)
 
     async def cleanup(self) -> None:
         self.server.close()
         await self.runner.cleanup()
+        for connection in list(self._pool.open):  # still in their TLS handshake
+            connection.close()
 
 
 async def listen(
@@ -112,10 +257,10 @@ async def listen(
     host: str,
     port: int,
     *,
-    ssl_context: ssl.SSLContext | None,
-    shutdown_timeout: float,
-    limits: ConnectionLimits,
-    metrics: WebhookMetrics,
+    metrics: ConnectionMetrics,
+    ssl_context: ssl.SSLContext | None = None,
+    shutdown_timeout: float = 5.0,
+    limits: ConnectionLimits = DEFAULT_LIMITS,
 ) -> Listener:
     """Serve `app` on host:port within `limits`."""
     runner = web.AppRunner(
@@ -124,19 +269,14 @@ async def listen(
         shutdown_timeout=shutdown_timeout,
         keepalive_timeout=limits.header_timeout,
         lingering_time=limits.linger_seconds,
-        logger=_ProtocolErrors(metrics.connections_dropped),
+        read_bufsize=READ_BUFFER,
+        logger=_ProtocolErrors(metrics.dropped),
     )
     await runner.setup()
     assert runner.server is not None  # set by setup()
-    make, open_connections = runner.server, set[_Capped]()
+    pool = _Pool(runner.server, ssl_context, limits, metrics)
+    runner.server.request_handler = pool.tracked(runner.server.request_handler)
     server = await asyncio.get_running_loop().create_server(
-        lambda: _Capped(
-            make, open_connections, limits.max_connections, metrics.connections_refused
-        ),
-        host,
-        port,
-        ssl=ssl_context,
-        ssl_handshake_timeout=limits.header_timeout if ssl_context else None,
-        reuse_address=True,
+        lambda: _Connection(pool), host, port, reuse_address=True
     )
-    return Listener(runner, server, open_connections)
+    return Listener(runner, server, pool)

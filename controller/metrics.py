@@ -7,6 +7,8 @@ from prometheus_client import REGISTRY, Gauge
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from trussium_operator.cmdline.listener import ConnectionMetrics
+
 CONTROLLER = "trussiumruntime"
 QUEUE = "trussiumruntime"
 
@@ -16,6 +18,9 @@ FOREIGN_LEASE_HELD = Gauge(
     "to expire or be released, else 0.",
     ["lease"],
 )
+
+# What the connection limits of the probe and metrics listeners did.
+CONNECTIONS = ConnectionMetrics("trussium_controller", REGISTRY)
 
 
 class RuntimesByReady(Collector):

@@ -260,7 +260,7 @@ def _fields(hook: str, request: AdmissionRequest) -> dict[str, Any]:
 
 def _dropped(metrics: WebhookMetrics, reason: str, status: int, message: str) -> web.Response:
     """A request whose body never arrived whole: counted, logged at debug, connection closed."""
-    metrics.connections_dropped.labels(reason).inc()
+    metrics.connections.dropped.labels(reason).inc()
     log.debug("request dropped", extra={"fields": {"reason": reason}})
     response = _error_response(status, message)
     response.force_close()

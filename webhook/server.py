@@ -218,7 +218,7 @@ async def start_site(
         ssl_context=ssl_context,
         shutdown_timeout=shutdown_timeout,
         limits=limits,
-        metrics=metrics or WebhookMetrics(),
+        metrics=(metrics or WebhookMetrics()).connections,
     )
 
 
