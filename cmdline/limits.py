@@ -17,12 +17,12 @@ DEFAULT_BODY_TIMEOUT_SECONDS = 10.0
 # Bytes of request bodies (after inflation) all admissions may hold at once,
 # beyond each request's first SMALL_REQUEST_BYTES: sized for the chart's
 # 256 MiB memory limit.
-DEFAULT_MEMORY_BUDGET_BYTES = 32 * MIB
+DEFAULT_MEMORY_BUDGET_BYTES = 12 * MIB
 # How long a request waits for budget before it is answered 429.
 DEFAULT_BUDGET_WAIT_SECONDS = 1.0
 # Every request may hold this much without the budget: real reviews are a few
 # KiB, so they are never made to wait, and the connection cap bounds the sum.
-SMALL_REQUEST_BYTES = 64 * 1024
+SMALL_REQUEST_BYTES = 16 * 1024
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,9 @@ of both programs gets:
   flight: still handshaking, no complete head yet, or kept alive between
   requests) is closed to make room; when none is idle, the request in flight
   longest. So a peer holding connections open cannot lock the API server out;
-- a TLS handshake deadline (`handshake_timeout`), with a 32 KiB read buffer
-  per connection instead of asyncio's 256 KiB;
+- a deadline for the first byte and then for the TLS handshake
+  (`handshake_timeout`); TLS and HTTP start with the first byte, and a TLS
+  connection buffers about one record (asyncio's own buffers 512 KiB);
 - a deadline for a complete request head, counted from the handshake or the
   end of the previous response, which is also the idle keep-alive limit
   (aiohttp's keep-alive timer, which data trickling in does not extend);
@@ -35,11 +36,13 @@ from trussium_operator.cmdline.limits import DEFAULT_LIMITS, ConnectionLimits
 
 log = logging.getLogger(__name__)
 
-# Bytes read from the socket at a time; a TLS record is at most 16 KiB + 256.
-TLS_READ_BUFFER = 32 * 1024
+# Bytes read from the socket at a time: a TLS record is at most 16 KiB + 256.
+TLS_READ_BUFFER = 17 * 1024
+# Encrypted bytes a connection may queue before the socket is no longer read.
+TLS_QUEUED_BYTES = 24 * 1024
 # The plain-HTTP read buffer per connection, and aiohttp's per-request
 # buffer (it stops reading the socket at twice this much unread body).
-READ_BUFFER = 16 * 1024
+READ_BUFFER = 8 * 1024
 
 
 @dataclass
@@ -95,16 +98,26 @@ class _ProtocolErrors(logging.LoggerAdapter[logging.Logger]):
 
 
 class _SmallTLS(sslproto.SSLProtocol):
-    """asyncio's TLS protocol with a read buffer sized for one record, not 256 KiB."""
+    """asyncio's TLS protocol buffering about one record, not 256 KiB read plus 256 KiB queued."""
 
     max_size = TLS_READ_BUFFER
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._set_read_buffer_limits(high=TLS_QUEUED_BYTES)  # type: ignore[attr-defined]
+
+
+# Where a connection's first bytes land: the transport fills it and hands it
+# back in one synchronous step, so every connection can share it.
+_FIRST_READ = bytearray(4096)
 
 
 class _Connection(asyncio.BufferedProtocol):
     """One accepted socket from accept to close, in front of TLS and aiohttp.
 
     It stays the socket's protocol, so it sees every close, even of a
-    connection that never finished its handshake.
+    connection that never finished its handshake. TLS and HTTP start with the
+    first bytes received: until then a connection holds no buffer at all.
     """
 
     def __init__(self, pool: "_Pool") -> None:
@@ -113,6 +126,7 @@ class _Connection(asyncio.BufferedProtocol):
         self.http: asyncio.Protocol | None = None
         self._tls: _SmallTLS | None = None
         self._buffer: bytearray | None = None
+        self._first_bytes_due: asyncio.TimerHandle | None = None
         # When the connection last became idle, or its request started.
         self.since = 0.0
         self.in_flight = 0
@@ -120,32 +134,41 @@ class _Connection(asyncio.BufferedProtocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self.transport = transport
-        self.since = asyncio.get_running_loop().time()
+        loop = asyncio.get_running_loop()
+        self.since = loop.time()
         if not self._pool.admit(self):
             transport.abort()
             return
+        self._first_bytes_due = loop.call_later(self._pool.limits.handshake_timeout, self.close)
+
+    def _start(self) -> None:
+        """TLS (or plain HTTP) from here on."""
+        assert self.transport is not None
+        if self._first_bytes_due is not None:
+            self._first_bytes_due.cancel()
         self.http = self._pool.make_http()
         self._pool.by_http[self.http] = self
         if self._pool.ssl_context is None:
             self._buffer = bytearray(READ_BUFFER)
-            self.http.connection_made(transport)
+            self.http.connection_made(self.transport)
             return
-        # No waiter (typeshed wants one; a failed handshake would leave its
-        # exception unretrieved), and the timeouts are floats (typeshed says int).
+        # No waiter: nobody awaits the handshake (aiohttp starts with it).
         timeout = self._pool.limits.handshake_timeout
         self._tls = _SmallTLS(
             asyncio.get_running_loop(),
             self.http,
             self._pool.ssl_context,
-            None,  # type: ignore[arg-type]
+            None,
             server_side=True,
-            ssl_handshake_timeout=timeout,  # type: ignore[arg-type]
+            ssl_handshake_timeout=timeout,
             ssl_shutdown_timeout=timeout,
         )
-        self._tls.connection_made(transport)
+        self._tls.connection_made(self.transport)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._pool.discard(self)
+        if self._first_bytes_due is not None:
+            self._first_bytes_due.cancel()
         inner = self._tls or self.http
         if inner is not None:
             inner.connection_lost(exc)
@@ -153,14 +176,27 @@ class _Connection(asyncio.BufferedProtocol):
     def get_buffer(self, sizehint: int) -> Any:
         if self._tls is not None:
             return self._tls.get_buffer(sizehint)
-        assert self._buffer is not None
-        return self._buffer
+        return self._buffer if self._buffer is not None else _FIRST_READ
 
     def buffer_updated(self, nbytes: int) -> None:
         if self._tls is not None:
             self._tls.buffer_updated(nbytes)
-        elif self.http is not None and self._buffer is not None:
+            return
+        if self.http is None:
+            first = bytes(_FIRST_READ[:nbytes])
+            self._start()
+            self._feed(first)
+            return
+        if self._buffer is not None:
             self.http.data_received(bytes(self._buffer[:nbytes]))
+
+    def _feed(self, data: bytes) -> None:
+        if self._tls is None:
+            assert self.http is not None
+            self.http.data_received(data)
+            return
+        self._tls.get_buffer(len(data))[: len(data)] = data
+        self._tls.buffer_updated(len(data))
 
     def eof_received(self) -> bool | None:
         inner = self._tls or self.http

@@ -61,8 +61,9 @@ def review_body() -> bytes:
 
 
 def start_server(
-    cert_dir: Path, port: int, health_port: int, log: Path, *flags: str
+    cert_dir: Path, port: int, health_port: int, log: Path, *flags: str, cwd: Path = REPO
 ) -> subprocess.Popen[bytes]:
+    """The webhook of the checkout at `cwd` (this one by default), pinned to one core."""
     cores = sorted(os.sched_getaffinity(0))
     with log.open("wb") as log_file:
         return subprocess.Popen(
@@ -83,7 +84,7 @@ def start_server(
                 "--log-level=warning",
                 *flags,
             ],
-            cwd=REPO,
+            cwd=cwd,
             stdout=log_file,
             stderr=subprocess.STDOUT,
             env=os.environ | {"KUBECONFIG": os.devnull},

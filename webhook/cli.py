@@ -21,8 +21,11 @@ from trussium_operator.certs.cli import add_certs_commands
 from trussium_operator.cmdline.addresses import split_address
 from trussium_operator.cmdline.limits import (
     DEFAULT_BODY_TIMEOUT_SECONDS,
+    DEFAULT_BUDGET_WAIT_SECONDS,
     DEFAULT_LIMITS,
     DEFAULT_MAX_REQUEST_BYTES,
+    DEFAULT_MEMORY_BUDGET_BYTES,
+    SMALL_REQUEST_BYTES,
     ConnectionLimits,
 )
 from trussium_operator.cmdline.logs import configure_logging
@@ -99,13 +102,35 @@ def _add_serve_command(subparsers: "argparse._SubParsersAction[argparse.Argument
         "--max-request-bytes",
         type=int,
         default=str(DEFAULT_MAX_REQUEST_BYTES),
+        help="largest request body (after inflation) read; larger ones are answered 413. "
+        "The default fits the largest review the API server can send with etcd's limits",
+    )
+    add(
+        "--memory-budget-bytes",
+        type=int,
+        default=str(DEFAULT_MEMORY_BUDGET_BYTES),
+        help=f"request-body bytes all admissions may hold at once beyond each one's first "
+        f"{SMALL_REQUEST_BYTES // 1024} KiB; a request that cannot get its share within "
+        "--budget-wait seconds is answered 429",
+    )
+    add(
+        "--budget-wait",
+        type=float,
+        default=str(DEFAULT_BUDGET_WAIT_SECONDS),
+        help="seconds a request waits for the memory budget before a 429",
     )
     add(
         "--header-timeout",
         type=float,
         default=str(DEFAULT_LIMITS.header_timeout),
-        help="seconds a connection gets for its TLS handshake and for each complete request "
-        "head; also how long an idle keep-alive connection stays open",
+        help="seconds a connection gets for each complete request head; also how long an "
+        "idle keep-alive connection stays open",
+    )
+    add(
+        "--handshake-timeout",
+        type=float,
+        default=str(DEFAULT_LIMITS.handshake_timeout),
+        help="seconds a new connection gets to finish its TLS handshake",
     )
     add(
         "--body-timeout",
@@ -117,7 +142,8 @@ def _add_serve_command(subparsers: "argparse._SubParsersAction[argparse.Argument
         "--max-connections",
         type=int,
         default=str(DEFAULT_LIMITS.max_connections),
-        help="open connections per listener; more are closed on arrival",
+        help="open connections per listener, counted from accept; at the cap a new one "
+        "closes the connection idle longest (else the request in flight longest)",
     )
     serve_parser.add_argument(
         "--secret-lookup",
@@ -177,8 +203,12 @@ def _serve(args: argparse.Namespace) -> int:
         ),
         kubeconfig=args.kubeconfig,
         max_request_bytes=args.max_request_bytes,
+        memory_budget_bytes=args.memory_budget_bytes,
+        budget_wait=args.budget_wait,
         limits=ConnectionLimits(
-            header_timeout=args.header_timeout, max_connections=args.max_connections
+            header_timeout=args.header_timeout,
+            handshake_timeout=args.handshake_timeout,
+            max_connections=args.max_connections,
         ),
         body_timeout=args.body_timeout,
         secret_lookup=args.secret_lookup,
