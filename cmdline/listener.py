@@ -47,21 +47,14 @@ READ_BUFFER = 8 * 1024
 
 @dataclass
 class ConnectionMetrics:
-    """What the limits did, as `<prefix>_connections_{refused,evicted,dropped}_total`."""
+    """What the limits did, as `<prefix>_connections_{evicted,dropped}_total`."""
 
     prefix: str
     registry: CollectorRegistry
-    refused: Counter = field(init=False)
     evicted: Counter = field(init=False)
     dropped: Counter = field(init=False)
 
     def __post_init__(self) -> None:
-        self.refused = Counter(
-            f"{self.prefix}_connections_refused_total",
-            "Connections closed on arrival because the open-connection cap was reached "
-            "and no open connection could make room.",
-            registry=self.registry,
-        )
         self.evicted = Counter(
             f"{self.prefix}_connections_evicted_total",
             "Open connections closed at the cap to make room for a new one, by state "
@@ -136,9 +129,7 @@ class _Connection(asyncio.BufferedProtocol):
         self.transport = transport
         loop = asyncio.get_running_loop()
         self.since = loop.time()
-        if not self._pool.admit(self):
-            transport.abort()
-            return
+        self._pool.admit(self)
         self._first_bytes_due = loop.call_later(self._pool.limits.handshake_timeout, self.close)
 
     def _start(self) -> None:
@@ -228,20 +219,15 @@ class _Pool:
     open: set[_Connection] = field(default_factory=set)
     by_http: dict[asyncio.Protocol, _Connection] = field(default_factory=dict)
 
-    def admit(self, new: _Connection) -> bool:
+    def admit(self, new: _Connection) -> None:
         """Make room for `new`, closing the idle connection (else the request) held longest."""
         if len(self.open) >= self.limits.max_connections:
             idle = [c for c in self.open if not c.in_flight]
-            victims = idle or list(self.open)
-            if not victims:  # a cap of zero
-                self.metrics.refused.inc()
-                return False
-            victim = min(victims, key=lambda c: c.since)
+            victim = min(idle or self.open, key=lambda c: c.since)
             self.metrics.evicted.labels("idle" if idle else "busy").inc()
             self.discard(victim)
             victim.close()
         self.open.add(new)
-        return True
 
     def discard(self, connection: _Connection) -> None:
         self.open.discard(connection)

@@ -185,6 +185,8 @@ def _serve(args: argparse.Namespace) -> int:
             split_address(address)
     except ValueError as error:
         return fail(PROGRAM, error)
+    if args.max_connections < 1:
+        return fail(PROGRAM, "--max-connections must be at least 1")
     if args.cert_mode == "files" and args.cert_dir is not None and not args.cert_dir.is_dir():
         return fail(PROGRAM, f"--cert-dir {args.cert_dir}: not a folder")
     options = server.ServeOptions(
