@@ -17,7 +17,7 @@ DEFAULT_BODY_TIMEOUT_SECONDS = 10.0
 # Bytes of request bodies (after inflation) all admissions may hold at once,
 # beyond each request's first SMALL_REQUEST_BYTES: sized for the chart's
 # 256 MiB memory limit.
-DEFAULT_MEMORY_BUDGET_BYTES = 12 * MIB
+DEFAULT_MEMORY_BUDGET_BYTES = 10 * MIB
 # How long a request waits for budget before it is answered 429.
 DEFAULT_BUDGET_WAIT_SECONDS = 1.0
 # Every request may hold this much without the budget: real reviews are a few

@@ -11,7 +11,7 @@ of both programs gets:
   longest. So a peer holding connections open cannot lock the API server out;
 - a deadline for the first byte and then for the TLS handshake
   (`handshake_timeout`); TLS and HTTP start with the first byte, and a TLS
-  connection buffers about one record (asyncio's own buffers 512 KiB);
+  connection queues about one record (asyncio's own holds up to 512 KiB);
 - a deadline for a complete request head, counted from the handshake or the
   end of the previous response, which is also the idle keep-alive limit
   (aiohttp's keep-alive timer, which data trickling in does not extend);
@@ -39,7 +39,8 @@ log = logging.getLogger(__name__)
 # Bytes read from the socket at a time: a TLS record is at most 16 KiB + 256.
 TLS_READ_BUFFER = 17 * 1024
 # Encrypted bytes a connection may queue before the socket is no longer read.
-TLS_QUEUED_BYTES = 24 * 1024
+TLS_QUEUED_BYTES = TLS_READ_BUFFER
+_TLS_READ = bytearray(TLS_READ_BUFFER)
 # The plain-HTTP read buffer per connection, and aiohttp's per-request
 # buffer (it stops reading the socket at twice this much unread body).
 READ_BUFFER = 8 * 1024
@@ -91,12 +92,16 @@ class _ProtocolErrors(logging.LoggerAdapter[logging.Logger]):
 
 
 class _SmallTLS(sslproto.SSLProtocol):
-    """asyncio's TLS protocol buffering about one record, not 256 KiB read plus 256 KiB queued."""
+    """asyncio's TLS protocol without its 256 KiB buffers: the socket is read into
+    one buffer all connections share (asyncio copies out of it at once, in the
+    same step), and at most about one record is queued per connection."""
 
     max_size = TLS_READ_BUFFER
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self._ssl_buffer = _TLS_READ
+        self._ssl_buffer_view = memoryview(_TLS_READ)
         self._set_read_buffer_limits(high=TLS_QUEUED_BYTES)  # type: ignore[attr-defined]
 
 

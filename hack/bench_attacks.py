@@ -16,6 +16,7 @@ before a change).
 
 import argparse
 import asyncio
+import math
 import os
 import statistics
 import tempfile
@@ -52,6 +53,12 @@ class PeakRss:
         self._stop.set()
         self._thread.join()
         return self.peak_kib / 1024
+
+
+def median(values: tuple[float, ...]) -> float:
+    """Over the rounds that have the number (no legit review answered: none)."""
+    present = [v for v in values if not math.isnan(v)]
+    return statistics.median(present) if present else math.nan
 
 
 def percentile(values: list[float], share: float) -> float:

@@ -25,6 +25,7 @@ from trussium_operator.cmdline.limits import (
     DEFAULT_MEMORY_BUDGET_BYTES,
     SMALL_REQUEST_BYTES,
 )
+from trussium_operator.cmdline.listener import READ_BUFFER
 from trussium_operator.common import admission
 from trussium_operator.common.admission import AdmissionDecodeError, AdmissionRequest
 from trussium_operator.common.constants import (
@@ -50,7 +51,9 @@ from trussium_operator.webhook.metrics import WebhookMetrics
 # Well inside the API server's 5 s budget: a slow lookup only costs a warning.
 SECRET_LOOKUP_TIMEOUT_SECONDS = 1.0
 INTERNAL_ERROR = "internal error in the trussium webhook; see its logs"
-READ_CHUNK_BYTES = 64 * 1024
+# Bytes read at a time: the listener's buffer, since aiohttp reads ahead
+# twice what the handler asks for, outside any reservation.
+READ_CHUNK_BYTES = READ_BUFFER
 
 SecretNames = Callable[[str], Awaitable[frozenset[str]]]
 Answer = dict[str, Any]
@@ -289,18 +292,25 @@ async def _read_body(request: web.Request, limit: int, reservation: Reservation)
     # allocator holding freed blocks of every size along the way.
     pieces: list[bytes] = []
     size = 0
-    while True:
-        ahead = size + READ_CHUNK_BYTES
-        if exact:
-            ahead = min(ahead, declared or 0)
-        await reservation.grow_to(ahead - SMALL_REQUEST_BYTES)
-        piece = await request.content.read(READ_CHUNK_BYTES)
-        if not piece:
-            return b"".join(pieces)
-        pieces.append(piece)
-        size += len(piece)
-        if size > limit:
-            raise web.HTTPRequestEntityTooLarge(max_size=limit, actual_size=size)
+    try:
+        while True:
+            ahead = size + READ_CHUNK_BYTES
+            if exact:
+                ahead = min(ahead, declared or 0)
+            await reservation.grow_to(ahead - SMALL_REQUEST_BYTES)
+            piece = await request.content.read(READ_CHUNK_BYTES)
+            if not piece:
+                return b"".join(pieces)
+            pieces.append(piece)
+            size += len(piece)
+            if size > limit:
+                raise web.HTTPRequestEntityTooLarge(max_size=limit, actual_size=size)
+    except BaseException:
+        # The error's traceback keeps this frame alive, and aiohttp keeps the
+        # error of a lost connection on the request: without this, the pieces
+        # would outlive the reservation returned for them.
+        pieces.clear()
+        raise
 
 
 def _fields(hook: str, request: AdmissionRequest) -> dict[str, Any]:

@@ -114,7 +114,7 @@ async def test_a_body_past_the_budget_is_answered_429_and_the_budget_comes_back(
     budget = MemoryBudget(total=1 * MIB, wait=BUDGET_WAIT)
     async with serving(budget) as port:
         # A body that stops short of its declared length holds most of the budget...
-        holder = await send(port, head(2 * MIB), b" " * (900 * 1024))
+        holder = await send(port, head(2 * MIB), b" " * (960 * 1024))
         await until(lambda: budget.available < 128 * 1024, "the holder's share", ANSWER_WITHIN)
         # ...so a plain 1 MiB review waits briefly, then is told why and when to retry.
         large = json.dumps(review(runtime()) | {"padding": " " * MIB}).encode()
