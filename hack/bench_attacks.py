@@ -83,7 +83,9 @@ def one_round(
 ) -> tuple[float, float, float, float]:
     """Peak RSS (MiB), legit p50 and p99 (ms), share of legit reviews not answered 200."""
     port, health_port = free_port(), free_port()
-    server = start_server(folder, port, health_port, folder / "webhook.log", cwd=args.server_repo)
+    server = start_server(
+        folder, port, health_port, folder / "webhook.log", source=args.server_repo
+    )
     try:
         wait_ready(health_port, server)
         peak = PeakRss(server.pid)
