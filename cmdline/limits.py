@@ -34,7 +34,7 @@ class ConnectionLimits:
     handshake_timeout: float = 3.0
     max_connections: int = 256
     # Time given to a client still sending a body the server has answered
-    # (a 413, 408 or 429) before the connection is closed.
+    # (a 413) before the connection is closed.
     linger_seconds: float = 1.0
 
 

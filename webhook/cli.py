@@ -130,7 +130,7 @@ def _add_serve_command(subparsers: "argparse._SubParsersAction[argparse.Argument
         "--handshake-timeout",
         type=float,
         default=str(DEFAULT_LIMITS.handshake_timeout),
-        help="seconds a new connection gets to finish its TLS handshake",
+        help="seconds a new connection gets for its first byte, and then for its TLS handshake",
     )
     add(
         "--body-timeout",
