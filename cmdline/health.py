@@ -1,15 +1,19 @@
 """The plain-HTTP endpoints both programs serve: /healthz, /readyz and /metrics.
 
 The controller serves the probes and the metrics on two addresses, the
-webhook all three on its health address; the answers are the same.
+webhook all three on its health address; the answers are the same. Every
+listener has the same limits as the webhook's HTTPS port (cmdline/listener.py).
 """
 
+import ssl
 from collections.abc import Callable
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, generate_latest
 
 from trussium_operator.cmdline.addresses import split_address
+from trussium_operator.cmdline.limits import DEFAULT_LIMITS, ConnectionLimits
+from trussium_operator.cmdline.listener import ConnectionMetrics, Listener, listen
 
 # A bind address of "0" serves nothing (controller-runtime's convention).
 DISABLED = "0"
@@ -50,12 +54,16 @@ def metrics_app(registry: CollectorRegistry = REGISTRY) -> web.Application:
     return app
 
 
-async def serve(app: web.Application, address: str) -> web.AppRunner | None:
-    """Start `app` on `address`, or nothing when it is DISABLED."""
+async def serve(
+    app: web.Application,
+    address: str,
+    metrics: ConnectionMetrics,
+    *,
+    ssl_context: ssl.SSLContext | None = None,
+    limits: ConnectionLimits = DEFAULT_LIMITS,
+) -> Listener | None:
+    """Start `app` on `address` within `limits`, or nothing when it is DISABLED."""
     if address == DISABLED:
         return None
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
     host, port = split_address(address)
-    await web.TCPSite(runner, host, port).start()
-    return runner
+    return await listen(app, host, port, metrics=metrics, ssl_context=ssl_context, limits=limits)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from prometheus_client import REGISTRY
 
 from trussium_operator.cmdline.health import metrics_app, probes_app, serve
+from trussium_operator.cmdline.limits import DEFAULT_LIMITS, ConnectionLimits
 from trussium_operator.cmdline.metadata_only import METADATA_ONLY, METADATA_ONLY_WATCH
 from trussium_operator.cmdline.stopping import until_stopped as _until
 from trussium_operator.common import constants as c
@@ -30,7 +31,12 @@ from trussium_operator.controller.machinery.kube import JSON, Kube, describe
 from trussium_operator.controller.machinery.leader import RELEASE_SECONDS, LeaderElector, Timing
 from trussium_operator.controller.machinery.names import NamespacedName
 from trussium_operator.controller.machinery.workqueue import WorkQueue
-from trussium_operator.controller.metrics import CONTROLLER, QUEUE, register_runtime_gauge
+from trussium_operator.controller.metrics import (
+    CONNECTIONS,
+    CONTROLLER,
+    QUEUE,
+    register_runtime_gauge,
+)
 from trussium_operator.controller.reconciler import LEGACY_FIELD_MANAGERS, Reconciler
 from trussium_operator.controller.recorder import Recorder
 from trussium_operator.controller.runtime_metrics import register_runtime_metrics
@@ -58,6 +64,8 @@ class Options:
     timing: Timing = field(default_factory=Timing)
     metrics_address: str = "0.0.0.0:8080"
     health_address: str = "0.0.0.0:8081"
+    # The probe and metrics listeners' limits, the webhook's defaults.
+    limits: ConnectionLimits = DEFAULT_LIMITS
     identity: str = "trussium-operator"
     # Field managers whose Update entries are moved to ours (ADR 0008).
     legacy_field_managers: frozenset[str] = LEGACY_FIELD_MANAGERS
@@ -169,8 +177,12 @@ class Manager:
             await serve(
                 probes_app(self.ready, self.not_ready),
                 self.options.health_address,
+                CONNECTIONS,
+                limits=self.options.limits,
             ),
-            await serve(metrics_app(), self.options.metrics_address),
+            await serve(
+                metrics_app(), self.options.metrics_address, CONNECTIONS, limits=self.options.limits
+            ),
         ]
         informer_tasks = [
             asyncio.create_task(self._run_informer(watch, informer))

@@ -7,6 +7,8 @@ from prometheus_client import REGISTRY, Gauge
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from trussium_operator.cmdline.listener import ConnectionMetrics
+
 CONTROLLER = "trussiumruntime"
 QUEUE = "trussiumruntime"
 
@@ -21,6 +23,9 @@ FOREIGN_LEASE_UNREADABLE = Gauge(
     "1 while the last attempt to list the Go operator's leader Lease failed (reconciling "
     "stays as it was: stopped at start), else 0.",
 )
+
+# What the connection limits of the probe and metrics listeners did.
+CONNECTIONS = ConnectionMetrics("trussium_controller", REGISTRY)
 
 
 class RuntimesByReady(Collector):

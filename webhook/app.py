@@ -11,13 +11,21 @@ import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
 from trussium_operator.cmdline.health import probes_app
+from trussium_operator.cmdline.limits import (
+    DEFAULT_BODY_TIMEOUT_SECONDS,
+    DEFAULT_BUDGET_WAIT_SECONDS,
+    DEFAULT_MAX_REQUEST_BYTES,
+    DEFAULT_MEMORY_BUDGET_BYTES,
+    SMALL_REQUEST_BYTES,
+)
+from trussium_operator.cmdline.listener import READ_BUFFER
 from trussium_operator.common import admission
 from trussium_operator.common.admission import AdmissionDecodeError, AdmissionRequest
 from trussium_operator.common.constants import (
@@ -38,12 +46,15 @@ from trussium_operator.common.validation import (
     validate_runtime,
     with_missing_secrets,
 )
-from trussium_operator.webhook.limits import DEFAULT_BODY_TIMEOUT_SECONDS, DEFAULT_MAX_REQUEST_BYTES
+from trussium_operator.webhook.budget import MemoryBudget, OverBudgetError, Reservation
 from trussium_operator.webhook.metrics import WebhookMetrics
 
 # Well inside the API server's 5 s budget: a slow lookup only costs a warning.
 SECRET_LOOKUP_TIMEOUT_SECONDS = 1.0
 INTERNAL_ERROR = "internal error in the trussium webhook; see its logs"
+# Bytes read at a time: the listener's buffer, since aiohttp reads ahead
+# twice what the handler asks for, outside any reservation.
+READ_CHUNK_BYTES = READ_BUFFER
 
 SecretNames = Callable[[str], Awaitable[frozenset[str]]]
 Answer = dict[str, Any]
@@ -60,6 +71,13 @@ class AdmissionSettings:
     # Names of the Secrets in a namespace (metadata only); None: no missing-Secret warning.
     secret_names: SecretNames | None = None
     secret_lookup_timeout: float = SECRET_LOOKUP_TIMEOUT_SECONDS
+    # Shared by every request this app serves; bytes beyond each one's first
+    # SMALL_REQUEST_BYTES.
+    budget: MemoryBudget = field(
+        default_factory=lambda: MemoryBudget(
+            DEFAULT_MEMORY_BUDGET_BYTES, DEFAULT_BUDGET_WAIT_SECONDS
+        )
+    )
 
 
 RuntimeHook = Callable[["Hooks", AdmissionRequest, dict[str, Any]], Awaitable[Answer]]
@@ -188,10 +206,24 @@ def _handler(
     hook: str, decide: Decide, settings: AdmissionSettings, metrics: WebhookMetrics
 ) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
     async def handle(http_request: web.Request) -> web.StreamResponse:
+        with settings.budget.hold() as reservation:
+            return await review(http_request, reservation)
+
+    async def review(http_request: web.Request, reservation: Reservation) -> web.StreamResponse:
         started = time.perf_counter()
         try:
             async with asyncio.timeout(settings.body_timeout):
-                body = await http_request.read()
+                body = await _read_body(http_request, settings.max_request_bytes, reservation)
+        except OverBudgetError:
+            refused = _dropped(
+                metrics,
+                "memory_budget",
+                429,
+                f"the webhook's memory budget for request bodies ({settings.budget.total} "
+                "bytes) is held by other requests; retry shortly",
+            )
+            refused.headers["Retry-After"] = "1"
+            return refused
         except TimeoutError:
             return _dropped(
                 metrics,
@@ -251,6 +283,42 @@ def _handler(
     return handle
 
 
+async def _read_body(request: web.Request, limit: int, reservation: Reservation) -> bytes:
+    """The body, inflated, each part reserved from the budget before it is read.
+
+    A request's first SMALL_REQUEST_BYTES need no reservation, so ordinary
+    reviews never wait for the budget; a declared plain length is what is
+    reserved, else one read's worth ahead.
+    """
+    declared = request.content_length
+    if declared is not None and declared > limit:
+        raise web.HTTPRequestEntityTooLarge(max_size=limit, actual_size=declared)
+    exact = declared is not None and "Content-Encoding" not in request.headers
+    # Pieces, joined once at the end: growing one buffer would leave the
+    # allocator holding freed blocks of every size along the way.
+    pieces: list[bytes] = []
+    size = 0
+    try:
+        while True:
+            ahead = size + READ_CHUNK_BYTES
+            if exact:
+                ahead = min(ahead, declared or 0)
+            await reservation.grow_to(ahead - SMALL_REQUEST_BYTES)
+            piece = await request.content.read(READ_CHUNK_BYTES)
+            if not piece:
+                return b"".join(pieces)
+            pieces.append(piece)
+            size += len(piece)
+            if size > limit:
+                raise web.HTTPRequestEntityTooLarge(max_size=limit, actual_size=size)
+    except BaseException:
+        # The error's traceback keeps this frame alive, and aiohttp keeps the
+        # error of a lost connection on the request: without this, the pieces
+        # would outlive the reservation returned for them.
+        pieces.clear()
+        raise
+
+
 def _fields(hook: str, request: AdmissionRequest) -> dict[str, Any]:
     """Who and what, never the object's contents; each cut to a readable length."""
     return {
@@ -266,7 +334,7 @@ def _fields(hook: str, request: AdmissionRequest) -> dict[str, Any]:
 
 def _dropped(metrics: WebhookMetrics, reason: str, status: int, message: str) -> web.Response:
     """A request whose body never arrived whole: counted, logged at debug, connection closed."""
-    metrics.connections_dropped.labels(reason).inc()
+    metrics.connections.dropped.labels(reason).inc()
     log.debug("request dropped", extra={"fields": {"reason": reason}})
     response = _error_response(status, message)
     response.force_close()

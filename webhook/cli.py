@@ -19,6 +19,15 @@ from typing import cast
 
 from trussium_operator.certs.cli import add_certs_commands
 from trussium_operator.cmdline.addresses import split_address
+from trussium_operator.cmdline.limits import (
+    DEFAULT_BODY_TIMEOUT_SECONDS,
+    DEFAULT_BUDGET_WAIT_SECONDS,
+    DEFAULT_LIMITS,
+    DEFAULT_MAX_REQUEST_BYTES,
+    DEFAULT_MEMORY_BUDGET_BYTES,
+    SMALL_REQUEST_BYTES,
+    ConnectionLimits,
+)
 from trussium_operator.cmdline.logs import configure_logging
 from trussium_operator.cmdline.options import (
     LOG_FORMATS,
@@ -37,12 +46,6 @@ from trussium_operator.common.constants import (
     WEBHOOK_CONFIG_NAME,
     WEBHOOK_SECRET_NAME,
     WEBHOOK_SERVICE_NAME,
-)
-from trussium_operator.webhook.limits import (
-    DEFAULT_BODY_TIMEOUT_SECONDS,
-    DEFAULT_LIMITS,
-    DEFAULT_MAX_REQUEST_BYTES,
-    ConnectionLimits,
 )
 from trussium_operator.webhook.offline import add_validate_command
 
@@ -99,13 +102,35 @@ def _add_serve_command(subparsers: "argparse._SubParsersAction[argparse.Argument
         "--max-request-bytes",
         type=int,
         default=str(DEFAULT_MAX_REQUEST_BYTES),
+        help="largest request body (after inflation) read; larger ones are answered 413. "
+        "The default fits the largest review the API server can send with etcd's limits",
+    )
+    add(
+        "--memory-budget-bytes",
+        type=int,
+        default=str(DEFAULT_MEMORY_BUDGET_BYTES),
+        help=f"request-body bytes all admissions may hold at once beyond each one's first "
+        f"{SMALL_REQUEST_BYTES // 1024} KiB; a request that cannot get its share within "
+        "--budget-wait seconds is answered 429",
+    )
+    add(
+        "--budget-wait",
+        type=float,
+        default=str(DEFAULT_BUDGET_WAIT_SECONDS),
+        help="seconds a request waits for the memory budget before a 429",
     )
     add(
         "--header-timeout",
         type=float,
         default=str(DEFAULT_LIMITS.header_timeout),
-        help="seconds a connection gets for its TLS handshake and for each complete request "
-        "head; also how long an idle keep-alive connection stays open",
+        help="seconds a connection gets for each complete request head; also how long an "
+        "idle keep-alive connection stays open",
+    )
+    add(
+        "--handshake-timeout",
+        type=float,
+        default=str(DEFAULT_LIMITS.handshake_timeout),
+        help="seconds a new connection gets for its first byte, and then for its TLS handshake",
     )
     add(
         "--body-timeout",
@@ -117,7 +142,8 @@ def _add_serve_command(subparsers: "argparse._SubParsersAction[argparse.Argument
         "--max-connections",
         type=int,
         default=str(DEFAULT_LIMITS.max_connections),
-        help="open connections per listener; more are closed on arrival",
+        help="open connections per listener, counted from accept; at the cap a new one "
+        "closes the connection idle longest (else the request in flight longest)",
     )
     serve_parser.add_argument(
         "--secret-lookup",
@@ -159,6 +185,8 @@ def _serve(args: argparse.Namespace) -> int:
             split_address(address)
     except ValueError as error:
         return fail(PROGRAM, error)
+    if args.max_connections < 1:
+        return fail(PROGRAM, "--max-connections must be at least 1")
     if args.cert_mode == "files" and args.cert_dir is not None and not args.cert_dir.is_dir():
         return fail(PROGRAM, f"--cert-dir {args.cert_dir}: not a folder")
     options = server.ServeOptions(
@@ -177,8 +205,12 @@ def _serve(args: argparse.Namespace) -> int:
         ),
         kubeconfig=args.kubeconfig,
         max_request_bytes=args.max_request_bytes,
+        memory_budget_bytes=args.memory_budget_bytes,
+        budget_wait=args.budget_wait,
         limits=ConnectionLimits(
-            header_timeout=args.header_timeout, max_connections=args.max_connections
+            header_timeout=args.header_timeout,
+            handshake_timeout=args.handshake_timeout,
+            max_connections=args.max_connections,
         ),
         body_timeout=args.body_timeout,
         secret_lookup=args.secret_lookup,

@@ -27,6 +27,8 @@ from prometheus_client import (
     ProcessCollector,
 )
 
+from trussium_operator.cmdline.listener import ConnectionMetrics
+
 # Admission budgets are at most 5 s (timeoutSeconds); resolve the fast end finely.
 _LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5)
 
@@ -61,18 +63,7 @@ class WebhookMetrics:
             ["hook", "verdict"],
             registry=self.registry,
         )
-        self.connections_refused = Counter(
-            "trussium_webhook_connections_refused_total",
-            "Connections closed on arrival because the open-connection cap was reached.",
-            registry=self.registry,
-        )
-        self.connections_dropped = Counter(
-            "trussium_webhook_connections_dropped_total",
-            "Requests or connections ended early (malformed HTTP, timeouts, clients gone), "
-            "by reason.",
-            ["reason"],
-            registry=self.registry,
-        )
+        self.connections = ConnectionMetrics("trussium_webhook", self.registry)
         self.certificate_expiry = Gauge(
             "trussium_webhook_certificate_expiry_timestamp_seconds",
             "Expiry (Unix time) of the serving certificate new connections get.",

@@ -27,6 +27,15 @@ from trussium_operator.certs.reload import ReloadingTLS
 from trussium_operator.certs.selfmanaged import SelfManaged
 from trussium_operator.cmdline.addresses import split_address
 from trussium_operator.cmdline.kubeconfig import new_api_client
+from trussium_operator.cmdline.limits import (
+    DEFAULT_BODY_TIMEOUT_SECONDS,
+    DEFAULT_BUDGET_WAIT_SECONDS,
+    DEFAULT_LIMITS,
+    DEFAULT_MAX_REQUEST_BYTES,
+    DEFAULT_MEMORY_BUDGET_BYTES,
+    ConnectionLimits,
+)
+from trussium_operator.cmdline.listener import Listener, listen
 from trussium_operator.cmdline.options import ConfigurationError
 from trussium_operator.cmdline.stopping import stop_on_signals, until_stopped
 from trussium_operator.common.constants import (
@@ -35,12 +44,7 @@ from trussium_operator.common.constants import (
     WEBHOOK_SERVICE_NAME,
 )
 from trussium_operator.webhook.app import AdmissionSettings, create_admission_app, create_health_app
-from trussium_operator.webhook.connections import Listener, listen
-from trussium_operator.webhook.limits import (
-    DEFAULT_BODY_TIMEOUT_SECONDS,
-    DEFAULT_LIMITS,
-    ConnectionLimits,
-)
+from trussium_operator.webhook.budget import MemoryBudget
 from trussium_operator.webhook.metrics import WebhookMetrics
 from trussium_operator.webhook.secret_names import secret_names_lister
 
@@ -64,7 +68,9 @@ class ServeOptions:
     ip_addresses: tuple[str, ...] = ()
     webhook_config_names: tuple[str, ...] = (WEBHOOK_CONFIG_NAME,)
     kubeconfig: str | None = None
-    max_request_bytes: int = 3 * 1024 * 1024
+    max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
+    memory_budget_bytes: int = DEFAULT_MEMORY_BUDGET_BYTES
+    budget_wait: float = DEFAULT_BUDGET_WAIT_SECONDS
     limits: ConnectionLimits = DEFAULT_LIMITS
     body_timeout: float = DEFAULT_BODY_TIMEOUT_SECONDS
     # Warn about referenced Secrets that do not exist (needs `list secrets`).
@@ -115,6 +121,7 @@ async def serve(options: ServeOptions, stop: asyncio.Event | None = None) -> Non
                 operator_username=options.operator_username,
                 max_request_bytes=options.max_request_bytes,
                 body_timeout=options.body_timeout,
+                budget=MemoryBudget(options.memory_budget_bytes, options.budget_wait),
                 secret_names=(
                     secret_names_lister(api_client)
                     if api_client and options.secret_lookup
@@ -218,7 +225,7 @@ async def start_site(
         ssl_context=ssl_context,
         shutdown_timeout=shutdown_timeout,
         limits=limits,
-        metrics=metrics or WebhookMetrics(),
+        metrics=(metrics or WebhookMetrics()).connections,
     )
 
 

@@ -21,6 +21,7 @@ from tests.support.chart import (
     render,
     render_error,
 )
+from trussium_operator.cmdline.limits import DEFAULT_MEMORY_BUDGET_BYTES
 from trussium_operator.controller.cli import parser as controller_parser
 from trussium_operator.controller.manager import SHUTDOWN_GRACE_SECONDS
 from trussium_operator.webhook.cli import build_parser as webhook_parser
@@ -60,6 +61,7 @@ ESCAPE_HATCHES: dict[str, Any] = {
         "healthPort": 10251,
         "hostNetwork": True,
         "extraArgs": ["--shutdown-delay=8"],
+        "memoryBudgetMiB": 48,
         "extraEnv": [{"name": "TZ", "value": "UTC"}],
         "extraVolumes": [{"name": "scratch", "emptyDir": {}}],
         "extraVolumeMounts": [{"name": "scratch", "mountPath": "/scratch"}],
@@ -154,6 +156,7 @@ def test_escape_hatches_render_where_expected_and_areaccepted(
     assert served.bind_address == "0.0.0.0:10250"
     assert served.health_bind_address == "0.0.0.0:10251"
     assert served.shutdown_delay == 8
+    assert served.memory_budget_bytes == 48 * 1024 * 1024
     ports = {p["name"]: p["containerPort"] for p in served_container["ports"]}
     assert ports == {"https": 10250, "health": 10251}
     assert webhook["hostNetwork"] is True
@@ -227,6 +230,7 @@ def test_defaults_keep_the_hardening_and_outlast_each_programs_shutdown(
     assert webhook["terminationGracePeriodSeconds"] > served.shutdown_delay + (
         served.shutdown_timeout
     )
+    assert served.memory_budget_bytes == DEFAULT_MEMORY_BUDGET_BYTES
     assert "hostNetwork" not in webhook
     assert "dnsPolicy" not in webhook
     for pod in (controller, webhook):
@@ -375,6 +379,7 @@ def test_every_new_value_has_a_schema_description() -> None:
         "hostNetwork",
         "runtimeHooks",
         "deploymentGuard",
+        "memoryBudgetMiB",
     ]
     hatches["controller"] += ["kubeApiQPS", "kubeApiBurst"]
     for component in ("controller", "webhook"):

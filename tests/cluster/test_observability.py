@@ -31,6 +31,8 @@ pytestmark = [pytest.mark.cluster, pytest.mark.skipif(BINARY is None, reason=MIS
 ABSENT_HERE = {
     # labelled by reason: created by the first dropped connection
     "trussium_webhook_connections_dropped_total",
+    # labelled by state: created by the first connection closed at the cap
+    "trussium_webhook_connections_evicted_total",
     # only with a client-side limit (--kube-api-qps above 0; the default is none)
     "rest_client_rate_limiter_duration_seconds_bucket",
     # one series per Go operator leader Lease found: there is none here

@@ -1,0 +1,41 @@
+"""The listeners' and the webhook's size and time limits, apart from the servers.
+
+Both programs need them for their flags' defaults; kept here, free of
+aiohttp, so that `trussium-webhook validate` in a user's CI starts without
+loading the server. The derivation of each default is in
+docs/adr/0025-memory-bounded-by-configuration.md.
+"""
+
+from dataclasses import dataclass
+
+MIB = 1024 * 1024
+
+# What the API server can send in one AdmissionReview: object and oldObject,
+# each at most etcd's 1.5 MiB request limit, plus the review's own fields.
+DEFAULT_MAX_REQUEST_BYTES = 3 * MIB + 256 * 1024
+DEFAULT_BODY_TIMEOUT_SECONDS = 10.0
+# Bytes of request bodies (after inflation) all admissions may hold at once,
+# beyond each request's first SMALL_REQUEST_BYTES: sized for the chart's
+# 256 MiB memory limit.
+DEFAULT_MEMORY_BUDGET_BYTES = 10 * MIB
+# How long a request waits for budget before it is answered 429.
+DEFAULT_BUDGET_WAIT_SECONDS = 1.0
+# Every request may hold this much without the budget: real reviews are a few
+# KiB, so they are never made to wait, and the connection cap bounds the sum.
+SMALL_REQUEST_BYTES = 16 * 1024
+
+
+@dataclass(frozen=True)
+class ConnectionLimits:
+    """Seconds and counts every listener of both programs holds clients to."""
+
+    header_timeout: float = 10.0
+    # A TLS handshake takes milliseconds; a connection still handshaking is idle.
+    handshake_timeout: float = 3.0
+    max_connections: int = 256
+    # Time given to a client still sending a body the server has answered
+    # (a 413) before the connection is closed.
+    linger_seconds: float = 1.0
+
+
+DEFAULT_LIMITS = ConnectionLimits()
