@@ -1,12 +1,12 @@
-"""The plain-HTTP endpoints both programs serve: /healthz, /readyz and /metrics.
-
-The controller serves the probes and the metrics on two addresses, the
-webhook all three on its health address; the answers are the same.
+"""The endpoints both programs serve: /healthz and /readyz (plain HTTP, for the
+kubelet) and /metrics (on an address of its own, `cmdline/secure_metrics.py`).
 """
 
-from collections.abc import Callable
+import ssl
+from collections.abc import Callable, Iterable
 
 from aiohttp import web
+from aiohttp.typedefs import Middleware
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, generate_latest
 
 from trussium_operator.cmdline.addresses import split_address
@@ -15,11 +15,8 @@ from trussium_operator.cmdline.addresses import split_address
 DISABLED = "0"
 
 
-def probes_app(
-    ready: Callable[[], bool], not_ready: str, registry: CollectorRegistry | None = None
-) -> web.Application:
-    """/healthz, and /readyz answering 503 with `not_ready` until `ready()`; with a
-    registry, its /metrics too."""
+def probes_app(ready: Callable[[], bool], not_ready: str) -> web.Application:
+    """/healthz, and /readyz answering 503 with `not_ready` until `ready()`."""
 
     async def healthz(_: web.Request) -> web.Response:
         return web.Response(text="ok")
@@ -29,31 +26,35 @@ def probes_app(
             return web.Response(text="ok")
         return web.Response(status=503, text=not_ready)
 
-    app = metrics_app(registry) if registry is not None else web.Application()
+    app = web.Application()
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     return app
 
 
-def metrics_app(registry: CollectorRegistry = REGISTRY) -> web.Application:
-    """/metrics in Prometheus' text format."""
+def metrics_app(
+    registry: CollectorRegistry = REGISTRY, middlewares: Iterable[Middleware] = ()
+) -> web.Application:
+    """/metrics in Prometheus' text format, behind `middlewares`."""
 
     async def metrics(_: web.Request) -> web.Response:
         return web.Response(
             body=generate_latest(registry), headers={"Content-Type": CONTENT_TYPE_LATEST}
         )
 
-    app = web.Application()
+    app = web.Application(middlewares=middlewares)
     app.router.add_get("/metrics", metrics)
     return app
 
 
-async def serve(app: web.Application, address: str) -> web.AppRunner | None:
-    """Start `app` on `address`, or nothing when it is DISABLED."""
+async def serve(
+    app: web.Application, address: str, ssl_context: ssl.SSLContext | None = None
+) -> web.AppRunner | None:
+    """Start `app` on `address` (HTTPS with `ssl_context`), or nothing when it is DISABLED."""
     if address == DISABLED:
         return None
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     host, port = split_address(address)
-    await web.TCPSite(runner, host, port).start()
+    await web.TCPSite(runner, host, port, ssl_context=ssl_context).start()
     return runner

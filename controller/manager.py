@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 
 from prometheus_client import REGISTRY
 
-from trussium_operator.cmdline.health import metrics_app, probes_app, serve
+from trussium_operator.cmdline.health import probes_app, serve
 from trussium_operator.cmdline.metadata_only import METADATA_ONLY, METADATA_ONLY_WATCH
+from trussium_operator.cmdline.secure_metrics import MetricsOptions, metrics_endpoint
 from trussium_operator.cmdline.stopping import until_stopped as _until
 from trussium_operator.common import constants as c
 from trussium_operator.common.conditions import conditions_of, find_condition
@@ -56,7 +57,7 @@ class Options:
     leader_election_id: str = c.FIELD_MANAGER
     leader_election_namespace: str = "default"
     timing: Timing = field(default_factory=Timing)
-    metrics_address: str = "0.0.0.0:8080"
+    metrics: MetricsOptions = field(default_factory=MetricsOptions)
     health_address: str = "0.0.0.0:8081"
     identity: str = "trussium-operator"
     # Field managers whose Update entries are moved to ours (ADR 0008).
@@ -157,9 +158,10 @@ class Manager:
         per_runtime = register_runtime_metrics(
             self.caches.runtimes.store.values, lambda: self.elector is None or self.elector.leading
         )
+        endpoint = metrics_endpoint(self.options.metrics, REGISTRY, self.kube.api)
         runners = [
             await serve(probes_app(self.ready, "caches not synced"), self.options.health_address),
-            await serve(metrics_app(), self.options.metrics_address),
+            await serve(endpoint.app, self.options.metrics.address, endpoint.ssl_context),
         ]
         informer_tasks = [
             asyncio.create_task(self._run_informer(watch, informer))
@@ -177,6 +179,7 @@ class Manager:
             for runner in runners:
                 if runner is not None:
                     await runner.cleanup()
+            await endpoint.close()
             REGISTRY.unregister(collector)
             REGISTRY.unregister(per_runtime)
 

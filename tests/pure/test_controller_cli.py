@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from trussium_operator.cmdline.secure_metrics import MetricsOptions
 from trussium_operator.controller.cli import limiter_from, main, options_from, parser
 
 
@@ -19,7 +20,7 @@ def test_defaults_match_adr_0001(monkeypatch: pytest.MonkeyPatch) -> None:
     assert options.leader_election_id == "trussium-operator"
     assert (options.timing.lease_duration, options.timing.renew_deadline) == (15.0, 10.0)
     assert options.timing.retry_period == 2.0
-    assert options.metrics_address == "0.0.0.0:8080"
+    assert options.metrics == MetricsOptions("0.0.0.0:8443", secure=True, cert_path=None)
     assert options.health_address == "0.0.0.0:8081"
     assert options.identity == "operator-0"
 
