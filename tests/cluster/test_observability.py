@@ -1,5 +1,6 @@
 """Every dashboard query and alert expression, evaluated by a real Prometheus that
-scrapes a running operator (controller and webhook, the chart's RBAC) while it
+scrapes a running operator (controller and webhook, the chart's RBAC; over HTTPS with
+the token of a ServiceAccount bound to the chart's metrics-reader role) while it
 reconciles runtimes on kwok nodes: one Ready, one waiting for a missing Secret, one
 whose upgrade a quota makes fail. The alerts name the right runtimes, the healthy
 ones stay silent, and a deleted runtime's series end with it."""
@@ -68,12 +69,18 @@ def test_dashboard_and_alerts_on_prometheus_scraping_a_running_operator(
     operator = HostOperator(plane, namespace=release, release=release, watch_namespace=namespace)
     targets = {
         "controller": operator.controller_metrics_port,
-        "webhook": operator.webhook_health_port,
+        "webhook": operator.webhook_metrics_port,
     }
     try:
         with (
             operator,
-            Prometheus(tmp_path / "prometheus", targets, {"namespace": release}, groups) as prom,
+            Prometheus(
+                tmp_path / "prometheus",
+                targets,
+                {"namespace": release},
+                groups,
+                bearer_token=operator.token(operator.metrics_reader),
+            ) as prom,
         ):
             apply(plane, runtime_manifest("steady", namespace))
             apply(plane, runtime_manifest("upgraded", namespace))

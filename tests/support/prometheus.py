@@ -1,6 +1,8 @@
 """A real Prometheus (Debian's `prometheus` package) on loopback for a test: it scrapes
 the given ports every second under target labels of our choosing (as a ServiceMonitor
-would label them), loads rule groups, and answers PromQL over its HTTP API."""
+would label them), loads rule groups, and answers PromQL over its HTTP API. With a
+bearer token, it scrapes over HTTPS as the chart's ServiceMonitor does by default
+(the token sent, the self-signed certificate not verified)."""
 
 import json
 import os
@@ -30,17 +32,28 @@ class Prometheus:
         targets: dict[str, int],
         labels: dict[str, str],
         rule_groups: Sequence[dict[str, Any]] = (),
+        bearer_token: str | None = None,
     ) -> None:
         assert BINARY is not None, MISSING
         self.directory = directory
         self.port = free_port()
         self._targets, self._labels, self._groups = targets, labels, list(rule_groups)
+        self._bearer_token = bearer_token
         self._process: Process | None = None
 
     def start(self) -> Self:
         self.directory.mkdir(parents=True, exist_ok=True)
         rules = self.directory / "rules.yaml"
         rules.write_text(yaml.safe_dump({"groups": self._groups}))
+        secure: dict[str, Any] = {}
+        if self._bearer_token is not None:
+            token = self.directory / "token"
+            token.write_text(self._bearer_token)
+            secure = {
+                "scheme": "https",
+                "authorization": {"type": "Bearer", "credentials_file": str(token)},
+                "tls_config": {"insecure_skip_verify": True},
+            }
         config = {
             "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
             "rule_files": [str(rules)],
@@ -48,6 +61,7 @@ class Prometheus:
                 {
                     "job_name": job,
                     "static_configs": [{"targets": [f"{HOST}:{port}"], "labels": self._labels}],
+                    **secure,
                 }
                 for job, port in self._targets.items()
             ],
