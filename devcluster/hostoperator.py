@@ -7,7 +7,7 @@ program then authenticates with a token of its own ServiceAccount, so what
 works here works with the chart's least-privilege permissions, not as admin.
 Both serve /metrics as the chart has them do, over HTTPS behind the API
 server's reviews; `scrape` reads it with the token of `metrics_reader`, a
-ServiceAccount the chart binds to its metrics-reader ClusterRole.
+ServiceAccount the chart binds to its metrics-viewer ClusterRole.
 Used by the demo and by the tests that prove the chart's RBAC.
 """
 
@@ -132,7 +132,7 @@ class HostOperator:
 
     @property
     def metrics_reader(self) -> str:
-        """The ServiceAccount (in `namespace`) the chart binds to metrics-reader."""
+        """The ServiceAccount (in `namespace`) the chart binds to metrics-viewer."""
         return f"{self.release}-metrics-scraper"
 
     @property

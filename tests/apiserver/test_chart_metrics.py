@@ -1,14 +1,16 @@
 """The chart serves /metrics as the Go operator's does: both programs on 8443 over
-HTTPS behind the API server's reviews, with the RBAC that needs, a metrics-reader
+HTTPS behind the API server's reviews, with the RBAC that needs, a metrics-viewer
 ClusterRole, and a ServiceMonitor that scrapes over HTTPS with a bearer token;
 plain HTTP only with metrics.secure=false. What the programs then do with a
 token is proven in tests/apiserver/test_metrics_auth.py."""
 
 import argparse
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from devcluster import ControlPlane
 from tests.support.chart import (
@@ -26,6 +28,8 @@ from trussium_operator.webhook.cli import build_parser as webhook_parser
 pytestmark = pytest.mark.api
 
 PROGRAMS = {"controller": controller_parser, "webhook": webhook_parser}
+GO_BUNDLE = Path(__file__).resolve().parents[1] / "fixtures" / "go-operator-bundle.yaml"
+CLUSTER_SCOPED = {"ClusterRole", "ClusterRoleBinding"}
 
 
 def _parsed(objects: list[dict[str, Any]], name: str, program: str) -> argparse.Namespace:
@@ -69,14 +73,14 @@ def test_by_default_https_on_8443_behind_reviews(plane: ControlPlane, namespace:
     assert endpoint["bearerTokenFile"] == "/var/run/secrets/kubernetes.io/serviceaccount/token"
     assert endpoint["tlsConfig"] == {"insecureSkipVerify": True}
 
-    reader = find(objects, "ClusterRole", f"{name}-metrics-reader")
+    reader = find(objects, "ClusterRole", f"{name}-metrics-viewer")
     assert reader["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
-    reviews = find(objects, "ClusterRole", f"{name}-metrics-auth")["rules"]
+    reviews = find(objects, "ClusterRole", f"{name}-access-reviews")["rules"]
     assert {(r["apiGroups"][0], r["resources"][0], *r["verbs"]) for r in reviews} == {
         ("authentication.k8s.io", "tokenreviews", "create"),
         ("authorization.k8s.io", "subjectaccessreviews", "create"),
     }
-    subjects = find(objects, "ClusterRoleBinding", f"{name}-metrics-auth")["subjects"]
+    subjects = find(objects, "ClusterRoleBinding", f"{name}-access-reviews")["subjects"]
     assert {s["name"] for s in subjects} == {f"{name}-controller", f"{name}-webhook"}
 
 
@@ -97,7 +101,7 @@ def test_plain_http_only_when_asked_for(plane: ControlPlane, namespace: str) -> 
     endpoint = _endpoint(objects, name)
     assert endpoint["scheme"] == "http"
     assert not {"tlsConfig", "bearerTokenFile", "authorization"} & endpoint.keys()
-    assert not [o for o in objects if o["metadata"]["name"] == f"{name}-metrics-auth"]
+    assert not [o for o in objects if o["metadata"]["name"] == f"{name}-access-reviews"]
 
 
 def test_a_certificate_secret_a_ca_and_token_secret_and_reader_subjects(
@@ -139,8 +143,8 @@ def test_a_certificate_secret_a_ca_and_token_secret_and_reader_subjects(
     endpoint = _endpoint(objects, name)
     assert (endpoint["tlsConfig"], endpoint["authorization"]) == (tls, authorization)
     assert "bearerTokenFile" not in endpoint
-    binding = find(objects, "ClusterRoleBinding", f"{name}-metrics-reader")
-    assert binding["roleRef"]["name"] == f"{name}-metrics-reader"
+    binding = find(objects, "ClusterRoleBinding", f"{name}-metrics-viewer")
+    assert binding["roleRef"]["name"] == f"{name}-metrics-viewer"
     assert binding["subjects"] == [
         {"kind": "ServiceAccount", "name": "prometheus", "namespace": "monitoring"},
         {"kind": "Group", "name": "sre", "apiGroup": "rbac.authorization.k8s.io"},
@@ -157,3 +161,30 @@ def test_a_metrics_port_taken_by_another_is_refused(
     )  # fmt: skip
     assert result.returncode != 0
     assert f"metrics.port {port} is taken by another port of the Pod" in result.stderr
+
+
+def test_no_cluster_wide_name_is_one_the_go_operator_already_uses(
+    plane: ControlPlane, namespace: str
+) -> None:
+    """Both run side by side while migrating, and Helm refuses to install over an
+    object it does not own: with the documented release name, the Go operator's
+    kustomize install already has trussium-operator-metrics-reader."""
+    go = {
+        (o["kind"], o["metadata"]["name"])
+        for o in yaml.safe_load(GO_BUNDLE.read_text())["items"]
+        if o["kind"] in CLUSTER_SCOPED
+    }
+    assert ("ClusterRole", "trussium-operator-metrics-reader") in go
+    ours = {
+        (o["kind"], o["metadata"]["name"])
+        for o in render(
+            plane,
+            "trussium-operator",
+            namespace,
+            "--set-json",
+            'metrics.readerSubjects=[{"kind":"Group","name":"sre"}]',
+        )
+        if o["kind"] in CLUSTER_SCOPED
+    }
+    assert ("ClusterRole", "trussium-operator-metrics-viewer") in ours
+    assert ours & go == set()
