@@ -11,6 +11,7 @@ the files change.
 import argparse
 import asyncio
 import ssl
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -105,12 +106,15 @@ class MetricsEndpoint:
 
 
 def metrics_endpoint(
-    options: MetricsOptions, registry: CollectorRegistry, api: client.ApiClient | None
+    options: MetricsOptions,
+    registry: CollectorRegistry,
+    api_client: Callable[[], client.ApiClient | None],
 ) -> MetricsEndpoint:
     """/metrics of `registry`, behind the reviews unless plain HTTP was asked for
-    (or nothing is served)."""
+    (or nothing is served); `api_client` is asked for only when the reviews are."""
     if not options.secure or options.address == DISABLED:
         return MetricsEndpoint(metrics_app(registry), None)
+    api = api_client()
     if api is None:
         raise ConfigurationError(
             "secure metrics need the API server (TokenReview, SubjectAccessReview): "

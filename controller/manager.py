@@ -158,7 +158,7 @@ class Manager:
         per_runtime = register_runtime_metrics(
             self.caches.runtimes.store.values, lambda: self.elector is None or self.elector.leading
         )
-        endpoint = metrics_endpoint(self.options.metrics, REGISTRY, self.kube.api)
+        endpoint = metrics_endpoint(self.options.metrics, REGISTRY, lambda: self.kube.api)
         runners = [
             await serve(probes_app(self.ready, "caches not synced"), self.options.health_address),
             await serve(endpoint.app, self.options.metrics.address, endpoint.ssl_context),

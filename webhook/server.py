@@ -100,7 +100,7 @@ async def serve(options: ServeOptions, stop: asyncio.Event | None = None) -> Non
     api_client = await _api_client(options.kubeconfig)
     if options.cert_mode == "self-managed" and api_client is None:
         raise ConfigurationError("--cert-mode self-managed needs access to the API server")
-    endpoint = metrics_endpoint(options.metrics, metrics.registry, api_client)
+    endpoint = metrics_endpoint(options.metrics, metrics.registry, lambda: api_client)
     health = await start_site(
         create_health_app(state.ready),
         options.health_bind_address,

@@ -129,7 +129,7 @@ async def test_a_certificate_from_files_is_served_and_verifies(tmp_path: Path) -
     registry = CollectorRegistry()
     Gauge("answer", "a series", registry=registry).set(42)
     options = MetricsOptions(f"127.0.0.1:{port}", secure=True, cert_path=tmp_path)
-    endpoint = metrics_endpoint(options, registry, client.ApiClient(client.Configuration()))
+    endpoint = metrics_endpoint(options, registry, lambda: client.ApiClient(client.Configuration()))
     runner = await serve(endpoint.app, options.address, endpoint.ssl_context)
     assert runner is not None
     try:
