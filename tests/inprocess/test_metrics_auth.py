@@ -129,7 +129,8 @@ async def test_a_certificate_from_files_is_served_and_verifies(tmp_path: Path) -
     registry = CollectorRegistry()
     Gauge("answer", "a series", registry=registry).set(42)
     options = MetricsOptions(f"127.0.0.1:{port}", secure=True, cert_path=tmp_path)
-    endpoint = metrics_endpoint(options, registry, lambda: client.ApiClient(client.Configuration()))
+    api = client.ApiClient(client.Configuration())  # never called: no token is sent
+    endpoint = metrics_endpoint(options, registry, lambda: api)
     runner = await serve(endpoint.app, options.address, endpoint.ssl_context)
     assert runner is not None
     try:
@@ -143,3 +144,4 @@ async def test_a_certificate_from_files_is_served_and_verifies(tmp_path: Path) -
     finally:
         await runner.cleanup()
         await endpoint.close()
+        await api.close()
