@@ -313,7 +313,7 @@ def test_rbac_is_the_contract_and_nothing_more(plane: ControlPlane, namespace: s
         }
     ]
     every_resource = {
-        r for o in objects if "rules" in o for rule in o["rules"] for r in rule["resources"]
+        r for o in objects if "rules" in o for rule in o["rules"] for r in rule.get("resources", [])
     }
     assert not every_resource & {"pods", "replicasets", "nodes", "*"}
 
@@ -338,10 +338,18 @@ def test_watch_namespace_turns_every_cluster_grant_into_a_role(
     assert controller_role["rules"] == CONTROLLER_RULES
     assert find(objects, "Role", f"{name}-webhook")["metadata"]["namespace"] == watched
     cluster_roles = [o["metadata"]["name"] for o in objects if o["kind"] == "ClusterRole"]
-    # Besides its own configurations, only reading the Go operator's leader Lease by name:
-    # a Role would need that namespace to exist at install time (ADR 0008).
+    # Besides its own configurations, only reading the Go operator's leader Lease by name
+    # (a Role would need that namespace to exist at install time, ADR 0008) and the
+    # metrics reviews and /metrics, which no namespace holds (ADR 0026).
     lease_reader = f"{name}-controller-go-operator-lease"
-    assert sorted(cluster_roles) == sorted([f"{name}-webhook-ca-injection", lease_reader])
+    assert sorted(cluster_roles) == sorted(
+        [
+            f"{name}-webhook-ca-injection",
+            lease_reader,
+            f"{name}-access-reviews",
+            f"{name}-metrics-viewer",
+        ]
+    )
     assert find(objects, "ClusterRole", lease_reader)["rules"] == [
         {
             "apiGroups": ["coordination.k8s.io"],
