@@ -24,10 +24,15 @@ from trussium_operator.certs.reload import ReloadingTLS, self_signed_context
 from trussium_operator.cmdline.addresses import split_address
 from trussium_operator.cmdline.health import DISABLED, metrics_app
 from trussium_operator.cmdline.metrics_auth import ApiReviews, MetricsAuth
-from trussium_operator.cmdline.options import ConfigurationError, add_flag, env_bool, env_name
+from trussium_operator.cmdline.options import (
+    ConfigurationError,
+    add_flag,
+    boolean,
+    env_bool,
+    env_name,
+)
 
 DEFAULT_ADDRESS = "0.0.0.0:8443"
-_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 
 
 @dataclass(frozen=True)
@@ -35,14 +40,6 @@ class MetricsOptions:
     address: str = DEFAULT_ADDRESS
     secure: bool = True
     cert_path: Path | None = None
-
-
-def _boolean(value: str) -> bool:
-    if value.lower() in _TRUE:
-        return True
-    if value.lower() in _FALSE:
-        return False
-    raise argparse.ArgumentTypeError(f"not a boolean: {value!r}")
 
 
 def add_metrics_flags(parser: argparse.ArgumentParser) -> None:
@@ -58,7 +55,7 @@ def add_metrics_flags(parser: argparse.ArgumentParser) -> None:
         "--metrics-secure",
         nargs="?",
         const=True,
-        type=_boolean,
+        type=boolean,
         default=env_bool("--metrics-secure", True),
         metavar="BOOL",
         help="HTTPS, each request authenticated (TokenReview) and authorized "

@@ -49,6 +49,35 @@ def test_inconsistent_leader_timing_is_a_one_line_error_exit_2(
     )
 
 
+@pytest.mark.parametrize(
+    ("flags", "secure"),
+    [
+        (["--metrics-secure=false"], False),  # the Go operator's spelling
+        (["--metrics-secure=false", "--metrics-secure"], True),
+        (["--metrics-secure", "off"], False),
+        ([], True),
+    ],
+)
+def test_metrics_secure_takes_the_go_operators_spellings(flags: list[str], secure: bool) -> None:
+    options = options_from(parser().parse_args(["run", *flags]))
+    assert options.metrics.secure is secure
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--metrics-cert-path", "/nonexistent"], "--metrics-cert-path /nonexistent: not a folder"),
+        (["--metrics-cert-path", ".", "--metrics-secure=false"], "needs --metrics-secure"),
+        (["--metrics-bind-address", "8443"], "--metrics-bind-address: expected HOST:PORT"),
+    ],
+)
+def test_metrics_flags_that_cannot_be_served_are_one_line_errors(
+    flags: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["run", *flags]) == 2
+    assert message in capsys.readouterr().err
+
+
 def test_render_subcommand_prints_the_managed_objects(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
