@@ -15,8 +15,9 @@ from trussium_operator.cmdline.addresses import split_address
 DISABLED = "0"
 
 
-def probes_app(ready: Callable[[], bool], not_ready: str) -> web.Application:
-    """/healthz, and /readyz answering 503 with `not_ready` until `ready()`."""
+def probes_app(ready: Callable[[], bool], not_ready: str | Callable[[], str]) -> web.Application:
+    """/healthz, and /readyz answering 503 with `not_ready` (or what it returns) until
+    `ready()`."""
 
     async def healthz(_: web.Request) -> web.Response:
         return web.Response(text="ok")
@@ -24,7 +25,7 @@ def probes_app(ready: Callable[[], bool], not_ready: str) -> web.Application:
     async def readyz(_: web.Request) -> web.Response:
         if ready():
             return web.Response(text="ok")
-        return web.Response(status=503, text=not_ready)
+        return web.Response(status=503, text=not_ready() if callable(not_ready) else not_ready)
 
     app = web.Application()
     app.router.add_get("/healthz", healthz)

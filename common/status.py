@@ -1,7 +1,8 @@
 """A TrussiumRuntime's status from what one reconcile observed (docs/contract.md 3, 6, 7).
 
 Zero and empty fields are left out of the written status, as the Go
-operator's `omitempty` fields are, so both operators write the same shape.
+operator's `omitempty` fields are, so both operators write the same shape;
+`desiredReplicas`, which the Go operator does not have, is written at 0 too.
 """
 
 from collections.abc import Callable, Mapping, Sequence
@@ -256,6 +257,7 @@ def compute_status(
         now=now,
         readyReplicas=o.ready,
         availableReplicas=o.available,
+        desiredReplicas=o.desired,
         desiredImage=desired_image,
         currentImage=image,
         lastSuccessfulImage=upgrade.last_successful_image,
@@ -271,10 +273,13 @@ def _status(
     now: str,
     **fields: int | str,
 ) -> dict[str, Any]:
-    """The status to write: `fields` without zero or empty values, then the conditions."""
+    """The status to write: `fields` without zero or empty values (a desiredReplicas of 0
+    is kept: absent, it means a status that does not report it), then the conditions."""
     old_conditions = conditions_of(previous)
     status: dict[str, Any] = {"observedGeneration": generation} if generation else {}
-    status.update({key: value for key, value in fields.items() if value})
+    status.update(
+        {key: value for key, value in fields.items() if value or key == "desiredReplicas"}
+    )
     status["conditions"] = [
         build_condition(
             type_,
@@ -361,6 +366,7 @@ def invalid_spec_status(
         now=now,
         readyReplicas=status_count(deployment, "readyReplicas"),
         availableReplicas=available,
+        desiredReplicas=desired,
         desiredImage=str(previous_fields.get("desiredImage") or ""),
         currentImage=current_image(deployment),
         lastSuccessfulImage=str(previous_fields.get("lastSuccessfulImage") or ""),

@@ -20,6 +20,7 @@ from tests.support.chart import (
     kinds,
     release_name,
     render,
+    render_error,
 )
 from trussium_operator.controller.cli import parser as controller_parser
 from trussium_operator.webhook.cli import build_parser as webhook_parser
@@ -95,11 +96,7 @@ def test_lint_is_clean_in_every_certificate_mode(plane: ControlPlane) -> None:
 def test_invalid_values_fail_with_the_offending_path(
     plane: ControlPlane, values: list[str], message: str
 ) -> None:
-    result = plane.helm(
-        "template", "t", str(CHART), "--namespace", "trussium-system", *values, check=False
-    )
-    assert result.returncode != 0
-    assert message in result.stderr
+    assert message in render_error(plane, *values)
 
 
 @pytest.mark.parametrize("mode", list(CERT_MODE_VALUES))
@@ -338,24 +335,22 @@ def test_watch_namespace_turns_every_cluster_grant_into_a_role(
     assert controller_role["rules"] == CONTROLLER_RULES
     assert find(objects, "Role", f"{name}-webhook")["metadata"]["namespace"] == watched
     cluster_roles = [o["metadata"]["name"] for o in objects if o["kind"] == "ClusterRole"]
-    # Besides its own configurations, only reading the Go operator's leader Lease by name
-    # (a Role would need that namespace to exist at install time, ADR 0008) and the
-    # metrics reviews and /metrics, which no namespace holds (ADR 0026).
+    # Besides its own configurations, only listing the Go operator's leader Lease by name,
+    # in whatever namespace it runs (ADR 0030), and the metrics reviews and /metrics, which
+    # no namespace holds (ADR 0026). The TrussiumRuntime access roles grant nothing until
+    # someone binds them.
     lease_reader = f"{name}-controller-go-operator-lease"
+    access = [f"{name}-trussiumruntime-{role}" for role in ("admin", "editor", "viewer")]
+    metrics = [f"{name}-access-reviews", f"{name}-metrics-viewer"]
     assert sorted(cluster_roles) == sorted(
-        [
-            f"{name}-webhook-ca-injection",
-            lease_reader,
-            f"{name}-access-reviews",
-            f"{name}-metrics-viewer",
-        ]
+        [f"{name}-webhook-ca-injection", lease_reader, *access, *metrics]
     )
     assert find(objects, "ClusterRole", lease_reader)["rules"] == [
         {
             "apiGroups": ["coordination.k8s.io"],
             "resources": ["leases"],
             "resourceNames": ["d4fd4c09.trussium.io"],
-            "verbs": ["get"],
+            "verbs": ["list"],
         }
     ]
     controller = container(find(objects, "Deployment", f"{name}-controller"))

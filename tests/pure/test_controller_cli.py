@@ -8,6 +8,7 @@ import pytest
 
 from trussium_operator.cmdline.secure_metrics import MetricsOptions
 from trussium_operator.controller.cli import limiter_from, main, options_from, parser
+from trussium_operator.controller.exclusion import LeaseSearch
 
 
 def test_defaults_match_adr_0001(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -120,8 +121,11 @@ def test_go_operator_migration_defaults_and_their_switches(
 ) -> None:
     options = options_from(parser().parse_args(["run"]))
     assert options.legacy_field_managers == frozenset({"manager"})
-    assert options.exclusion_lease is not None
-    assert str(options.exclusion_lease) == "trussium-operator-system/d4fd4c09.trussium.io"
+    assert options.exclusion_lease == LeaseSearch("d4fd4c09.trussium.io", ""), "every namespace"
+    pinned = ["run", "--go-operator-lease-namespace=platform-ops"]
+    assert options_from(parser().parse_args(pinned)).exclusion_lease == LeaseSearch(
+        "d4fd4c09.trussium.io", "platform-ops"
+    )
     monkeypatch.setenv("TRUSSIUM_GO_OPERATOR_EXCLUSION", "false")
     args = ["run", "--legacy-field-managers", "manager, helm,", "--go-operator-lease-namespace=x"]
     options = options_from(parser().parse_args(args))
