@@ -29,6 +29,7 @@ from typing import Any, Generic, Protocol, TypeVar
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 from kubernetes_asyncio import client
+from kubernetes_asyncio.client.exceptions import ApiException
 
 AUTHENTICATED_SECONDS = 60.0
 ALLOWED_SECONDS = 300.0
@@ -129,9 +130,13 @@ class ApiReviews:
 
     async def _review(self, call: Awaitable[Any]) -> Any:
         """The review's status; ReviewUnavailableError on any failure to get one. Only
-        the failure's type is logged: its message could quote the request."""
+        the failure's type, or the API server's status and reason, is logged: a
+        message could quote the request."""
         try:
             answer = await asyncio.wait_for(call, self._timeout)
+        except ApiException as error:  # 403: this program may not create the review
+            log.warning("metrics access review refused: %s %s", error.status, error.reason)
+            raise ReviewUnavailableError from None
         except Exception as error:
             log.warning("metrics access review failed: %s", type(error).__name__)
             raise ReviewUnavailableError from None

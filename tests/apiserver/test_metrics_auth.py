@@ -10,6 +10,7 @@ import pytest
 
 from devcluster import ControlPlane
 from devcluster.hostoperator import HOST, HostOperator, get_metrics, install_crds
+from devcluster.polling import wait_for
 
 # A series each program exposes from its start, whatever it has done since.
 ALWAYS = {
@@ -48,11 +49,25 @@ def test_metrics_need_a_token_allowed_to_get_them(plane: ControlPlane, namespace
                 assert f"\n{ALWAYS[program]}" in text, program
                 with pytest.raises((OSError, http.client.HTTPException)):
                     get_metrics(f"http://{HOST}:{port}/metrics", reader_token)
+
+            # Without the right to create the reviews, a new token gets a 503, and each
+            # program says why (a known one is answered from the cache meanwhile).
+            plane.kubectl("delete", "clusterrolebinding", f"{release}-access-reviews")
+            for program, port in _ports(operator).items():
+
+                def unavailable(url: str = f"https://{HOST}:{port}/metrics") -> bool:
+                    return get_metrics(url, operator.token(stranger))[0] == 503
+
+                wait_for(unavailable, f"the {program} to answer 503 without its permission", 30)
+                assert "metrics access review refused: 403 Forbidden" in (
+                    operator.logs[program].read_text()
+                )
             logs = "".join(path.read_text(errors="replace") for path in operator.logs.values())
     finally:
         plane.kubectl("delete", "--ignore-not-found", "-f", "-", input=operator.render_wiring())
     assert reader_token not in logs
     assert stranger_token not in logs
+    assert "eyJ" not in logs, "no token (a JWT) of any kind is logged"
 
 
 @pytest.mark.api
