@@ -45,5 +45,5 @@ RUN --mount=type=bind,from=builder,source=/wheels,target=/wheels \
     pip install --no-index --find-links=/wheels /wheels/trussium_operator-*.whl \
     && pip uninstall --yes pip setuptools wheel
 USER 65532:65532
-EXPOSE 8080 8081 9443
+EXPOSE 8081 8443 9443
 CMD ["trussium-controller", "run"]

@@ -20,14 +20,20 @@ import hashlib
 import logging
 import os
 import ssl
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 from cryptography import x509
 
-from trussium_operator.certs.authority import CertificateError, decode_key_pair
+from trussium_operator.certs.authority import (
+    SERVING_VALIDITY,
+    CertificateError,
+    decode_key_pair,
+    generate_ca,
+    issue_serving_certificate,
+)
 from trussium_operator.certs.files import BundleFiles, read_bundle
 
 DEFAULT_POLL_SECONDS = 5.0
@@ -47,6 +53,22 @@ def server_context() -> ssl.SSLContext:
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     context.set_ciphers(TLS12_CIPHERS)
     return context
+
+
+def self_signed_context(
+    dns_names: Sequence[str] = ("localhost",), ip_addresses: Sequence[str] = ("127.0.0.1",)
+) -> tuple[ssl.SSLContext, datetime]:
+    """A server context for a certificate made here and now, signed by a CA made for
+    it and then forgotten (controller-runtime's default for its metrics server);
+    with the certificate's expiry. Nothing of it is written to a disk."""
+    now = datetime.now(UTC)
+    ca = generate_ca("trussium-operator-self-signed", SERVING_VALIDITY, now=now)
+    pair = issue_serving_certificate(ca, dns_names, ip_addresses, now=now)
+    context = server_context()
+    chain = pair.certificate_pem + ca.certificate_pem + pair.private_key_pem
+    with _memory_file(chain) as combined:
+        context.load_cert_chain(combined)
+    return context, pair.certificate.not_valid_after_utc
 
 
 class ReloadingTLS:

@@ -1,14 +1,13 @@
-"""The plain-HTTP endpoints both programs serve: /healthz, /readyz and /metrics.
-
-The controller serves the probes and the metrics on two addresses, the
-webhook all three on its health address; the answers are the same. Every
-listener has the same limits as the webhook's HTTPS port (cmdline/listener.py).
+"""The endpoints both programs serve: /healthz and /readyz (plain HTTP, for the
+kubelet) and /metrics (on an address of its own, `cmdline/secure_metrics.py`).
+Every listener has the same limits as the webhook's HTTPS port (cmdline/listener.py).
 """
 
 import ssl
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from aiohttp import web
+from aiohttp.typedefs import Middleware
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, generate_latest
 
 from trussium_operator.cmdline.addresses import split_address
@@ -19,13 +18,9 @@ from trussium_operator.cmdline.listener import ConnectionMetrics, Listener, list
 DISABLED = "0"
 
 
-def probes_app(
-    ready: Callable[[], bool],
-    not_ready: str | Callable[[], str],
-    registry: CollectorRegistry | None = None,
-) -> web.Application:
+def probes_app(ready: Callable[[], bool], not_ready: str | Callable[[], str]) -> web.Application:
     """/healthz, and /readyz answering 503 with `not_ready` (or what it returns) until
-    `ready()`; with a registry, its /metrics too."""
+    `ready()`."""
 
     async def healthz(_: web.Request) -> web.Response:
         return web.Response(text="ok")
@@ -35,21 +30,23 @@ def probes_app(
             return web.Response(text="ok")
         return web.Response(status=503, text=not_ready() if callable(not_ready) else not_ready)
 
-    app = metrics_app(registry) if registry is not None else web.Application()
+    app = web.Application()
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     return app
 
 
-def metrics_app(registry: CollectorRegistry = REGISTRY) -> web.Application:
-    """/metrics in Prometheus' text format."""
+def metrics_app(
+    registry: CollectorRegistry = REGISTRY, middlewares: Iterable[Middleware] = ()
+) -> web.Application:
+    """/metrics in Prometheus' text format, behind `middlewares`."""
 
     async def metrics(_: web.Request) -> web.Response:
         return web.Response(
             body=generate_latest(registry), headers={"Content-Type": CONTENT_TYPE_LATEST}
         )
 
-    app = web.Application()
+    app = web.Application(middlewares=middlewares)
     app.router.add_get("/metrics", metrics)
     return app
 
@@ -62,7 +59,8 @@ async def serve(
     ssl_context: ssl.SSLContext | None = None,
     limits: ConnectionLimits = DEFAULT_LIMITS,
 ) -> Listener | None:
-    """Start `app` on `address` within `limits`, or nothing when it is DISABLED."""
+    """Start `app` on `address` within `limits` (HTTPS with `ssl_context`), or nothing
+    when it is DISABLED."""
     if address == DISABLED:
         return None
     host, port = split_address(address)

@@ -54,16 +54,24 @@ def env_list(flag: str, default: Sequence[str] = ()) -> list[str]:
     return [item.strip() for item in value.split(",") if item.strip()] if value else list(default)
 
 
-def env_bool(flag: str, default: bool) -> bool:
-    """A boolean flag's variable (true/false, 1/0, yes/no, on/off), else `default`."""
-    value = env(flag)
-    if value is None:
-        return default
+def boolean(value: str) -> bool:
+    """true/false, 1/0, yes/no, on/off, in any case; ValueError for anything else."""
     if value.lower() in ("1", "true", "yes", "on"):
         return True
     if value.lower() in ("0", "false", "no", "off"):
         return False
-    raise ConfigurationError(f"{env_name(flag)}: not a boolean: {value!r}")
+    raise ValueError(f"not a boolean: {value!r}")
+
+
+def env_bool(flag: str, default: bool) -> bool:
+    """A boolean flag's variable (see `boolean`), else `default`."""
+    value = env(flag)
+    if value is None:
+        return default
+    try:
+        return boolean(value)
+    except ValueError as error:
+        raise ConfigurationError(f"{env_name(flag)}: {error}") from None
 
 
 class ArgumentParser(argparse.ArgumentParser):

@@ -36,6 +36,7 @@ from trussium_operator.cmdline.options import (
     list_environment,
     package_version,
 )
+from trussium_operator.cmdline.secure_metrics import add_metrics_flags, metrics_options
 from trussium_operator.cmdline.stopping import stop_on_signals
 from trussium_operator.common import constants as c
 from trussium_operator.common.managed_fields import GO_OPERATOR_MANAGER
@@ -100,7 +101,6 @@ def _run_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> N
         ("--lease-duration", {"type": float, "default": 15.0}),
         ("--renew-deadline", {"type": float, "default": 10.0}),
         ("--retry-period", {"type": float, "default": 2.0}),
-        ("--metrics-bind-address", {"default": "0.0.0.0:8080", "help": '"0" disables'}),
         ("--health-probe-bind-address", {"default": "0.0.0.0:8081", "help": '"0" disables'}),
         ("--log-level", {"default": "info", "choices": LOG_LEVELS}),
         ("--log-format", {"default": "json", "choices": LOG_FORMATS, "help": "json or text"}),
@@ -127,6 +127,7 @@ def _run_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> N
     ]
     for flag, options in flags:
         add_flag(run, flag, **options)
+    add_metrics_flags(run)
     run.add_argument(
         "--leader-elect",
         action=argparse.BooleanOptionalAction,
@@ -171,12 +172,11 @@ def options_from(args: argparse.Namespace) -> Options:
         raise ConfigurationError("need 0 < --retry-period < --renew-deadline < --lease-duration")
     if int(args.workers) < 1:
         raise ConfigurationError("--workers must be at least 1")
-    for address in (args.metrics_bind_address, args.health_probe_bind_address):
-        if address != DISABLED:
-            try:
-                split_address(address)
-            except ValueError as error:
-                raise ConfigurationError(error) from None
+    if args.health_probe_bind_address != DISABLED:
+        try:
+            split_address(args.health_probe_bind_address)
+        except ValueError as error:
+            raise ConfigurationError(error) from None
     return Options(
         watch_namespace=args.watch_namespace or None,
         workers=int(args.workers),
@@ -184,7 +184,7 @@ def options_from(args: argparse.Namespace) -> Options:
         leader_election_id=args.leader_election_id,
         leader_election_namespace=args.leader_election_namespace or _default_namespace(),
         timing=timing,
-        metrics_address=args.metrics_bind_address,
+        metrics=metrics_options(args),
         health_address=args.health_probe_bind_address,
         identity=args.identity or os.environ.get("POD_NAME") or socket.gethostname(),
         legacy_field_managers=frozenset(

@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 
 from prometheus_client import REGISTRY
 
-from trussium_operator.cmdline.health import metrics_app, probes_app, serve
+from trussium_operator.cmdline.health import probes_app, serve
 from trussium_operator.cmdline.limits import DEFAULT_LIMITS, ConnectionLimits
 from trussium_operator.cmdline.metadata_only import METADATA_ONLY, METADATA_ONLY_WATCH
+from trussium_operator.cmdline.secure_metrics import MetricsOptions, metrics_endpoint
 from trussium_operator.cmdline.stopping import until_stopped as _until
 from trussium_operator.common import constants as c
 from trussium_operator.common.conditions import conditions_of, find_condition
@@ -62,7 +63,7 @@ class Options:
     leader_election_id: str = c.FIELD_MANAGER
     leader_election_namespace: str = "default"
     timing: Timing = field(default_factory=Timing)
-    metrics_address: str = "0.0.0.0:8080"
+    metrics: MetricsOptions = field(default_factory=MetricsOptions)
     health_address: str = "0.0.0.0:8081"
     # The probe and metrics listeners' limits, the webhook's defaults.
     limits: ConnectionLimits = DEFAULT_LIMITS
@@ -173,6 +174,7 @@ class Manager:
         per_runtime = register_runtime_metrics(
             self.caches.runtimes.store.values, lambda: self.elector is None or self.elector.leading
         )
+        endpoint = metrics_endpoint(self.options.metrics, REGISTRY, lambda: self.kube.api)
         runners = [
             await serve(
                 probes_app(self.ready, self.not_ready),
@@ -181,7 +183,11 @@ class Manager:
                 limits=self.options.limits,
             ),
             await serve(
-                metrics_app(), self.options.metrics_address, CONNECTIONS, limits=self.options.limits
+                endpoint.app,
+                self.options.metrics.address,
+                CONNECTIONS,
+                ssl_context=endpoint.ssl_context,
+                limits=self.options.limits,
             ),
         ]
         informer_tasks = [
@@ -201,6 +207,7 @@ class Manager:
             for runner in runners:
                 if runner is not None:
                     await runner.cleanup()
+            await endpoint.close()
             REGISTRY.unregister(collector)
             REGISTRY.unregister(per_runtime)
 

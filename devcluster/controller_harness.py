@@ -51,6 +51,9 @@ class Controller:
             f"--identity={identity}",
             f"--health-probe-bind-address=127.0.0.1:{self.health_port}",
             f"--metrics-bind-address=127.0.0.1:{self.metrics_port}",
+            # Plain HTTP, asked for: the barriers scrape it as the admin, who has no
+            # token (tests/apiserver/test_metrics_auth.py covers the secure default).
+            "--metrics-secure=false",
             *args,
         ]
         env = {k: v for k, v in os.environ.items() if not k.startswith("TRUSSIUM_")}

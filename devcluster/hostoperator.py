@@ -5,11 +5,15 @@ The chart renders the ServiceAccounts, the RBAC and the webhook
 configurations (with `webhook.urlOverride` pointing at 127.0.0.1); each
 program then authenticates with a token of its own ServiceAccount, so what
 works here works with the chart's least-privilege permissions, not as admin.
+Both serve /metrics as the chart has them do, over HTTPS behind the API
+server's reviews; `scrape` reads it with the token of `metrics_reader`, a
+ServiceAccount the chart binds to its metrics-viewer ClusterRole.
 Used by the demo and by the tests that prove the chart's RBAC.
 """
 
 import json
 import os
+import ssl
 import sys
 import time
 import urllib.error
@@ -33,6 +37,7 @@ WIRING_TEMPLATES = (
     "templates/serviceaccounts.yaml",
     "templates/rbac-controller.yaml",
     "templates/rbac-webhook.yaml",
+    "templates/rbac-metrics.yaml",
     "templates/webhook-configurations.yaml",
 )
 
@@ -51,6 +56,21 @@ def _http_status(url: str) -> int:
         return error.code
     except OSError:
         return 0
+
+
+def get_metrics(url: str, token: str | None) -> tuple[int, str]:
+    """(status, body) of a GET of a metrics endpoint, with `token` as the bearer token;
+    the served certificate is self-signed, so it is not verified."""
+    request = urllib.request.Request(url)
+    if token is not None:
+        request.add_header("Authorization", f"Bearer {token}")
+    context = ssl.create_default_context()
+    context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+    try:
+        with urllib.request.urlopen(request, timeout=5, context=context) as answer:
+            return answer.status, answer.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode(errors="replace")
 
 
 def install_crds(plane: ControlPlane) -> None:
@@ -81,18 +101,22 @@ class HostOperator:
         release: str = "trussium-operator",
         watch_namespace: str = "",
         helm_values: Sequence[str] = (),
+        metrics_secure: bool = True,
     ) -> None:
         self.plane = plane
         self.namespace = namespace
         self.release = release
         self.watch_namespace = watch_namespace
         self._helm_values = list(helm_values)
+        self.metrics_secure = metrics_secure
         self.webhook_port = free_port()
         self.webhook_health_port = free_port()
+        self.webhook_metrics_port = free_port()
         self.controller_metrics_port = free_port()
         self.controller_health_port = free_port()
         self._dir = plane.directory / f"host-operator-{release}"
         self._processes: list[Process] = []
+        self._reader_token: str | None = None
 
     @property
     def controller_account(self) -> str:
@@ -107,6 +131,11 @@ class HostOperator:
         return f"system:serviceaccount:{self.namespace}:{self.controller_account}"
 
     @property
+    def metrics_reader(self) -> str:
+        """The ServiceAccount (in `namespace`) the chart binds to metrics-viewer."""
+        return f"{self.release}-metrics-scraper"
+
+    @property
     def webhook_url(self) -> str:
         return f"https://{HOST}:{self.webhook_port}"
 
@@ -116,7 +145,15 @@ class HostOperator:
 
     def render_wiring(self) -> str:
         """The chart's ServiceAccounts, RBAC and webhook configurations for this setup."""
-        values = [f"webhook.urlOverride={self.webhook_url}", *self._helm_values]
+        reader = "metrics.readerSubjects[0]"
+        values = [
+            f"webhook.urlOverride={self.webhook_url}",
+            f"{reader}.kind=ServiceAccount",
+            f"{reader}.name={self.metrics_reader}",
+            f"{reader}.namespace={self.namespace}",
+            f"metrics.secure={str(self.metrics_secure).lower()}",
+            *self._helm_values,
+        ]
         if self.watch_namespace:
             values.append(f"watchNamespace={self.watch_namespace}")
         args = ["template", self.release, str(CHART), "--namespace", self.namespace]
@@ -126,17 +163,36 @@ class HostOperator:
             args += ["--set", value]
         return self.plane.helm(*args).stdout
 
-    def token_kubeconfig(self, account: str) -> Path:
-        token = self.plane.kubectl(
+    def token(self, account: str) -> str:
+        """A token of the ServiceAccount `account` in `namespace`."""
+        return self.plane.kubectl(
             "create", "token", account, "-n", self.namespace, f"--duration={TOKEN_DURATION}"
         ).stdout.strip()
-        return self.plane.token_kubeconfig(token, f"{self.release}-{account}")
+
+    def token_kubeconfig(self, account: str) -> Path:
+        return self.plane.token_kubeconfig(self.token(account), f"{self.release}-{account}")
+
+    def scrape(self, port: int) -> str:
+        """The /metrics text on `port`, read as the metrics reader; any other answer fails."""
+        if self._reader_token is None:
+            self._reader_token = self.token(self.metrics_reader)
+        scheme = "https" if self.metrics_secure else "http"
+        status, text = get_metrics(f"{scheme}://{HOST}:{port}/metrics", self._reader_token)
+        if status != 200:
+            raise AssertionError(f"/metrics on port {port}: {status} {text[:200]}")
+        return text
 
     def start(self) -> Self:
         self._dir.mkdir(parents=True, exist_ok=True)
         if self.plane.kubectl("get", "namespace", self.namespace, check=False).returncode:
             self.plane.create_namespace(self.namespace)
         self.plane.kubectl("apply", "--server-side", "-f", "-", input=self.render_wiring())
+        reader = {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": {"name": self.metrics_reader, "namespace": self.namespace},
+        }
+        self.plane.kubectl("apply", "--server-side", "-f", "-", input=json.dumps(reader))
         try:
             self._start_webhook()
             self._start_controller()
@@ -181,6 +237,8 @@ class HostOperator:
                 "--kubeconfig", str(self.token_kubeconfig(self.webhook_account)),
                 "--bind-address", f"{HOST}:{self.webhook_port}",
                 "--health-bind-address", f"{HOST}:{self.webhook_health_port}",
+                "--metrics-bind-address", f"{HOST}:{self.webhook_metrics_port}",
+                f"--metrics-secure={self.metrics_secure}",
             ],
         )  # fmt: skip
         self._wait(process, f"http://{HOST}:{self.webhook_health_port}/readyz")
@@ -193,6 +251,7 @@ class HostOperator:
             "--leader-election-id", self.release,
             "--leader-election-namespace", self.namespace,
             "--metrics-bind-address", f"{HOST}:{self.controller_metrics_port}",
+            f"--metrics-secure={self.metrics_secure}",
             "--health-probe-bind-address", f"{HOST}:{self.controller_health_port}",
         ]  # fmt: skip
         if self.watch_namespace:

@@ -1,8 +1,9 @@
 """A real Prometheus (Debian's `prometheus` package) on loopback: it scrapes the given
 ports (every second unless told otherwise) under target labels of our choosing (as a
 ServiceMonitor would label them), loads rule groups, and answers PromQL over its HTTP
-API. `scraping` points one at a running operator, for the tests and
-hack/render_dashboard.py alike."""
+API. With a bearer token, it scrapes over HTTPS as the chart's ServiceMonitor does by
+default (the token sent, the self-signed certificate not verified). `scraping` points
+one at a running operator, for the tests and hack/render_dashboard.py alike."""
 
 import json
 import os
@@ -34,18 +35,29 @@ class Prometheus:
         labels: dict[str, str],
         rule_groups: Sequence[dict[str, Any]] = (),
         scrape_interval: str = "1s",
+        bearer_token: str | None = None,
     ) -> None:
         assert BINARY is not None, MISSING
         self.directory = directory
         self.port = free_port()
         self.scrape_interval = scrape_interval
         self._targets, self._labels, self._groups = targets, labels, list(rule_groups)
+        self._bearer_token = bearer_token
         self._process: Process | None = None
 
     def start(self) -> Self:
         self.directory.mkdir(parents=True, exist_ok=True)
         rules = self.directory / "rules.yaml"
         rules.write_text(yaml.safe_dump({"groups": self._groups}))
+        secure: dict[str, Any] = {}
+        if self._bearer_token is not None:
+            token = self.directory / "token"
+            token.write_text(self._bearer_token)
+            secure = {
+                "scheme": "https",
+                "authorization": {"type": "Bearer", "credentials_file": str(token)},
+                "tls_config": {"insecure_skip_verify": True},
+            }
         config = {
             "global": {
                 "scrape_interval": self.scrape_interval,
@@ -56,6 +68,7 @@ class Prometheus:
                 {
                     "job_name": job,
                     "static_configs": [{"targets": [f"{HOST}:{port}"], "labels": self._labels}],
+                    **secure,
                 }
                 for job, port in self._targets.items()
             ],
@@ -145,7 +158,10 @@ def scraping(
     namespace. The one place that knows where and how the operator serves /metrics."""
     targets = {
         "controller": operator.controller_metrics_port,
-        "webhook": operator.webhook_health_port,
+        "webhook": operator.webhook_metrics_port,
     }
     labels = {"namespace": operator.namespace}
-    return Prometheus(directory, targets, labels, rule_groups, scrape_interval)
+    # Over HTTPS with a token bound to the chart's metrics-viewer role, unless the
+    # operator serves plain HTTP.
+    token = operator.token(operator.metrics_reader) if operator.metrics_secure else None
+    return Prometheus(directory, targets, labels, rule_groups, scrape_interval, token)

@@ -82,6 +82,7 @@ def start_server(
                 f"--cert-dir={cert_dir}",
                 f"--bind-address=127.0.0.1:{port}",
                 f"--health-bind-address=127.0.0.1:{health_port}",
+                "--metrics-bind-address=0",
                 "--operator-username=bench",
                 "--shutdown-delay=0",
                 "--log-level=warning",

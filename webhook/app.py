@@ -1,4 +1,4 @@
-"""The webhook's aiohttp applications: admission hooks (HTTPS) and health (plain HTTP).
+"""The webhook's aiohttp applications: admission hooks (HTTPS) and probes (plain HTTP).
 
 Each hook decodes an AdmissionReview, asks `common` for the decision and
 encodes the answer; logging, metrics and error shaping wrap every hook the
@@ -370,6 +370,6 @@ def _error_response(status: int, message: str) -> web.Response:
     return web.json_response({"code": status, "error": message}, status=status)
 
 
-def create_health_app(ready: Callable[[], bool], metrics: WebhookMetrics) -> web.Application:
-    """The plain-HTTP application: liveness, readiness (TLS material loaded) and metrics."""
-    return probes_app(ready, "serving certificate not loaded yet", metrics.registry)
+def create_health_app(ready: Callable[[], bool]) -> web.Application:
+    """The plain-HTTP application: liveness and readiness (TLS material loaded)."""
+    return probes_app(ready, "serving certificate not loaded yet")

@@ -42,6 +42,7 @@ from trussium_operator.cmdline.options import (
     fail,
     list_environment,
 )
+from trussium_operator.cmdline.secure_metrics import add_metrics_flags, metrics_options
 from trussium_operator.common.constants import (
     WEBHOOK_CONFIG_NAME,
     WEBHOOK_SECRET_NAME,
@@ -61,8 +62,9 @@ def _add_serve_command(subparsers: "argparse._SubParsersAction[argparse.Argument
     add(
         "--health-bind-address",
         default="0.0.0.0:8081",
-        help="plain-HTTP HOST:PORT for /healthz, /readyz and /metrics",
+        help="plain-HTTP HOST:PORT for /healthz and /readyz",
     )
+    add_metrics_flags(serve_parser)
     add(
         "--cert-mode",
         choices=("self-managed", "files"),
@@ -183,7 +185,8 @@ def _serve(args: argparse.Namespace) -> int:
     try:
         for address in (args.bind_address, args.health_bind_address):
             split_address(address)
-    except ValueError as error:
+        metrics = metrics_options(args)
+    except (ValueError, ConfigurationError) as error:
         return fail(PROGRAM, error)
     if args.max_connections < 1:
         return fail(PROGRAM, "--max-connections must be at least 1")
@@ -193,6 +196,7 @@ def _serve(args: argparse.Namespace) -> int:
         operator_username=args.operator_username,
         bind_address=args.bind_address,
         health_bind_address=args.health_bind_address,
+        metrics=metrics,
         cert_mode=args.cert_mode,
         cert_dir=args.cert_dir,
         namespace=args.namespace,

@@ -1,8 +1,9 @@
-"""`trussium-webhook serve`: wiring of TLS, the two HTTP servers, and shutdown.
+"""`trussium-webhook serve`: wiring of TLS, the three HTTP servers, and shutdown.
 
 Start order: the health server first (so the kubelet sees a live process whose
-/readyz says why it is not ready yet), then the certificate material, then the
-HTTPS server. On SIGTERM /readyz turns 503, admissions are still answered
+/readyz says why it is not ready yet), the metrics server
+(`cmdline/secure_metrics.py`), then the certificate material, then the
+HTTPS admission server. On SIGTERM /readyz turns 503, admissions are still answered
 for `shutdown_delay` seconds (while Service endpoints drop this pod), then the
 listener closes and in-flight admissions get `shutdown_timeout` seconds.
 """
@@ -26,6 +27,7 @@ from trussium_operator.certs.inject import ConflictError, describe
 from trussium_operator.certs.reload import ReloadingTLS
 from trussium_operator.certs.selfmanaged import SelfManaged
 from trussium_operator.cmdline.addresses import split_address
+from trussium_operator.cmdline.health import DISABLED
 from trussium_operator.cmdline.kubeconfig import new_api_client
 from trussium_operator.cmdline.limits import (
     DEFAULT_BODY_TIMEOUT_SECONDS,
@@ -37,6 +39,7 @@ from trussium_operator.cmdline.limits import (
 )
 from trussium_operator.cmdline.listener import Listener, listen
 from trussium_operator.cmdline.options import ConfigurationError
+from trussium_operator.cmdline.secure_metrics import MetricsOptions, metrics_endpoint
 from trussium_operator.cmdline.stopping import stop_on_signals, until_stopped
 from trussium_operator.common.constants import (
     WEBHOOK_CONFIG_NAME,
@@ -59,6 +62,7 @@ class ServeOptions:
     operator_username: str
     bind_address: str = "0.0.0.0:9443"
     health_bind_address: str = "0.0.0.0:8081"
+    metrics: MetricsOptions = field(default_factory=MetricsOptions)
     cert_mode: CertMode = "self-managed"
     cert_dir: Path | None = None
     namespace: str = ""
@@ -102,11 +106,23 @@ async def serve(options: ServeOptions, stop: asyncio.Event | None = None) -> Non
     api_client = await _api_client(options.kubeconfig)
     if options.cert_mode == "self-managed" and api_client is None:
         raise ConfigurationError("--cert-mode self-managed needs access to the API server")
+    endpoint = metrics_endpoint(options.metrics, metrics.registry, lambda: api_client)
     health = await start_site(
-        create_health_app(state.ready, metrics),
+        create_health_app(state.ready),
         options.health_bind_address,
         limits=options.limits,
         metrics=metrics,
+    )
+    metrics_listener = (
+        await start_site(
+            endpoint.app,
+            options.metrics.address,
+            endpoint.ssl_context,
+            limits=options.limits,
+            metrics=metrics,
+        )
+        if options.metrics.address != DISABLED
+        else None
     )
     admission_runner: Listener | None = None
     try:
@@ -150,6 +166,9 @@ async def serve(options: ServeOptions, stop: asyncio.Event | None = None) -> Non
             # then close the listener and let in-flight requests finish.
             await asyncio.sleep(options.shutdown_delay)
             await admission_runner.cleanup()
+        if metrics_listener is not None:
+            await metrics_listener.cleanup()
+        await endpoint.close()
         await health.cleanup()
         if api_client is not None:
             await api_client.close()

@@ -321,6 +321,7 @@ async def test_forced_renewal_while_admissions_stream(
                 "--kubeconfig", str(plane.token_kubeconfig(token, f"{release}-webhook")),
                 "--bind-address", f"{HOST}:{port}",
                 "--health-bind-address", f"{HOST}:{health_port}",
+                "--metrics-bind-address", "0",
             ],
             tmp_path / "webhook.log",
             {**os.environ, "PYTHONUNBUFFERED": "1"},

@@ -158,7 +158,7 @@ def test_escape_hatches_render_where_expected_and_areaccepted(
     assert served.shutdown_delay == 8
     assert served.memory_budget_bytes == 48 * 1024 * 1024
     ports = {p["name"]: p["containerPort"] for p in served_container["ports"]}
-    assert ports == {"https": 10250, "health": 10251}
+    assert ports == {"https": 10250, "health": 10251, "metrics": 8443}
     assert webhook["hostNetwork"] is True
     assert webhook["dnsPolicy"] == "ClusterFirstWithHostNet"
     assert "topologySpreadConstraints" not in webhook, "an empty list spreads nothing"

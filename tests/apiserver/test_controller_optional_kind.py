@@ -19,6 +19,7 @@ from devcluster import ControlPlane
 from devcluster.controller_harness import apply, runtime_manifest
 from devcluster.hostoperator import install_crds
 from trussium_operator.cmdline.kubeconfig import new_api_client
+from trussium_operator.cmdline.secure_metrics import MetricsOptions
 from trussium_operator.common.api import TrussiumRuntime
 from trussium_operator.common.images import render_image
 from trussium_operator.common.render import render_config_map
@@ -97,7 +98,7 @@ async def test_an_optional_kind_is_managed_once_its_crd_appears(
         leader_election_id="optional-kind",
         identity="optional-kind-test",
         health_address="0",
-        metrics_address="0",
+        metrics=MetricsOptions("0"),
         exclusion_lease=None,
     )
     manager = Manager(kube, options, (*MANAGED_KINDS, gadget_kind(gadgets)))

@@ -2,7 +2,6 @@
 expose their metrics under the names and labels dashboards and alerts expect."""
 
 import secrets
-import urllib.request
 from collections import defaultdict
 from pathlib import Path
 
@@ -54,9 +53,7 @@ WEBHOOK_METRICS = {
 PROCESS_METRICS = ("process_cpu_seconds_total", "process_resident_memory_bytes", "python_info")
 
 
-def scrape(port: int) -> Samples:
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
-        text = answer.read().decode()
+def samples_of(text: str) -> Samples:
     samples: Samples = defaultdict(list)
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
@@ -64,9 +61,7 @@ def scrape(port: int) -> Samples:
     return samples
 
 
-def value(port: int, name: str, /, **labels: str) -> float:
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
-        text = answer.read().decode()
+def value(text: str, name: str, /, **labels: str) -> float:
     return sum(
         sample.value
         for family in text_string_to_metric_families(text)
@@ -95,7 +90,9 @@ def test_controller_and_webhook_metrics_on_a_running_operator(
             plane.kubectl("apply", "-n", namespace, "-f", "-", input=RUNTIME)
             port = operator.controller_metrics_port
             wait_for(
-                lambda: value(port, "controller_runtime_reconcile_total") > 0, "a reconcile", 60
+                lambda: value(operator.scrape(port), "controller_runtime_reconcile_total") > 0,
+                "a reconcile",
+                60,
             )
 
             # Someone else writes the Lease: the leader's next renewal, sent with the
@@ -103,14 +100,18 @@ def test_controller_and_webhook_metrics_on_a_running_operator(
             lease = ("lease", release, "-n", release)
             plane.kubectl("annotate", *lease, f"touched={secrets.token_hex(2)}")
             wait_for(
-                lambda: value(port, "leader_election_slowpath_total", name=release) >= 1,
+                lambda: (
+                    value(operator.scrape(port), "leader_election_slowpath_total", name=release)
+                    >= 1
+                ),
                 "a slow-path renewal",
                 30,
             )
-            assert value(port, "leader_election_master_status", name=release) == 1
+            controller_text = operator.scrape(port)
+            assert value(controller_text, "leader_election_master_status", name=release) == 1
 
-            controller = scrape(port)
-            webhook = scrape(operator.webhook_health_port)
+            controller = samples_of(controller_text)
+            webhook = samples_of(operator.scrape(operator.webhook_metrics_port))
     finally:
         plane.kubectl("delete", "--ignore-not-found", "-f", "-", input=operator.render_wiring())
 

@@ -170,6 +170,7 @@ def _serving(plane: ControlPlane, log: Path, port: int, *flags: str) -> Iterator
                 "serve",
                 f"--bind-address=127.0.0.1:{port}",
                 f"--health-bind-address=127.0.0.1:{health_port}",
+                "--metrics-bind-address=0",
                 f"--operator-username={OPERATOR}",
                 "--shutdown-delay=0",
                 f"--kubeconfig={plane.kubeconfig}",

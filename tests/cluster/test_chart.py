@@ -311,7 +311,7 @@ def test_rbac_is_the_contract_and_nothing_more(plane: ControlPlane, namespace: s
         }
     ]
     every_resource = {
-        r for o in objects if "rules" in o for rule in o["rules"] for r in rule["resources"]
+        r for o in objects if "rules" in o for rule in o["rules"] for r in rule.get("resources", [])
     }
     assert not every_resource & {"pods", "replicasets", "nodes", "*"}
 
@@ -337,11 +337,15 @@ def test_watch_namespace_turns_every_cluster_grant_into_a_role(
     assert find(objects, "Role", f"{name}-webhook")["metadata"]["namespace"] == watched
     cluster_roles = [o["metadata"]["name"] for o in objects if o["kind"] == "ClusterRole"]
     # Besides its own configurations, only listing the Go operator's leader Lease by name,
-    # in whatever namespace it runs (ADR 0030). The TrussiumRuntime access roles grant
-    # nothing until someone binds them.
+    # in whatever namespace it runs (ADR 0030), and the metrics reviews and /metrics, which
+    # no namespace holds (ADR 0026). The TrussiumRuntime access roles grant nothing until
+    # someone binds them.
     lease_reader = f"{name}-controller-go-operator-lease"
     access = [f"{name}-trussiumruntime-{role}" for role in ("admin", "editor", "viewer")]
-    assert sorted(cluster_roles) == sorted([f"{name}-webhook-ca-injection", lease_reader, *access])
+    metrics = [f"{name}-access-reviews", f"{name}-metrics-viewer"]
+    assert sorted(cluster_roles) == sorted(
+        [f"{name}-webhook-ca-injection", lease_reader, *access, *metrics]
+    )
     assert find(objects, "ClusterRole", lease_reader)["rules"] == [
         {
             "apiGroups": ["coordination.k8s.io"],

@@ -1,5 +1,6 @@
 """Every dashboard query and alert expression, evaluated by a real Prometheus that
-scrapes a running operator (controller and webhook, the chart's RBAC) while it
+scrapes a running operator (controller and webhook, the chart's RBAC; over HTTPS with
+the token of a ServiceAccount bound to the chart's metrics-viewer role) while it
 reconciles runtimes on kwok nodes: one Ready, one waiting for a missing Secret, one
 whose upgrade a quota makes fail. The alerts name the right runtimes, the healthy
 ones stay silent, and a deleted runtime's series end with it."""

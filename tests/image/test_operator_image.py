@@ -64,7 +64,7 @@ def test_the_dockerfile_is_read_as_written() -> None:
     assert declared.user == "65532:65532"
     assert declared.cmd == ("trussium-controller", "run")
     assert not declared.entrypoint
-    assert set(declared.exposed_ports) == {"8080/tcp", "8081/tcp", "9443/tcp"}
+    assert set(declared.exposed_ports) == {"8081/tcp", "8443/tcp", "9443/tcp"}
     version = (ROOT / "VERSION").read_text().strip()
     assert declared.labels["org.opencontainers.image.version"] == version
     assert declared.env["HOME"] == "/tmp"

@@ -18,6 +18,7 @@ from devcluster.barriers import until, until_quiescent
 from devcluster.controller_harness import condition, runtime_manifest
 from tests.support.fakekube import FakeKube, Obj
 from tests.support.parse_count import counting_parses
+from trussium_operator.cmdline.secure_metrics import MetricsOptions
 from trussium_operator.common import constants as c
 from trussium_operator.common import validation
 from trussium_operator.common.api import TrussiumRuntime
@@ -82,7 +83,7 @@ async def running(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Running]:
     # The queue depth gauge is process-wide: a previous test's manager may have left a value.
     metrics.WORKQUEUE_DEPTH.labels(QUEUE).set(0)
     fake = FakeKube()
-    manager = Manager(fake, Options(health_address="0", metrics_address="0"))
+    manager = Manager(fake, Options(health_address="0", metrics=MetricsOptions("0")))
     stop = asyncio.Event()
     task = asyncio.create_task(manager.run(stop))
     await until(manager.ready, "the controller ready")

@@ -14,6 +14,7 @@ from prometheus_client import REGISTRY, generate_latest
 from devcluster.barriers import until, until_quiescent
 from devcluster.controller_harness import condition, runtime_manifest
 from tests.support.fakekube import FakeKube, Obj
+from trussium_operator.cmdline.secure_metrics import MetricsOptions
 from trussium_operator.controller.machinery import informer, metrics
 from trussium_operator.controller.machinery.backoff import Backoff
 from trussium_operator.controller.machinery.kube import SECRETS, ApiError, TransportError
@@ -80,7 +81,7 @@ async def start(fake: FakeKube, monkeypatch: pytest.MonkeyPatch) -> AsyncIterato
     tasks: list[asyncio.Task[int]] = []
 
     async def started() -> Manager:
-        manager = Manager(fake, Options(health_address="0", metrics_address="0"))
+        manager = Manager(fake, Options(health_address="0", metrics=MetricsOptions("0")))
         tasks.append(asyncio.create_task(manager.run(stop)))
         await until(manager.ready, "the controller ready")
         return manager

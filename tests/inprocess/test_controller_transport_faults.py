@@ -14,6 +14,7 @@ import pytest
 
 from devcluster.layout import free_port
 from tests.support.fake_apiserver import FakeApiServer, Lease, Watch
+from trussium_operator.cmdline.secure_metrics import MetricsOptions
 from trussium_operator.controller import manager as manager_module
 from trussium_operator.controller.machinery.backoff import Backoff
 from trussium_operator.controller.machinery.informer import Informer
@@ -206,7 +207,7 @@ async def test_a_broken_informer_restarts_and_readiness_is_red_until_it_relisted
     options = Options(
         leader_elect=False,
         health_address=f"127.0.0.1:{port}",
-        metrics_address="0",
+        metrics=MetricsOptions("0"),
         exclusion_lease=None,
     )
     manager = Manager(kube, options)
@@ -312,7 +313,7 @@ def leader_options(**overrides: object) -> Options:
         "timing": FAST,
         "workers": 1,
         "health_address": "0",
-        "metrics_address": "0",
+        "metrics": MetricsOptions("0"),
         "exclusion_lease": None,  # no Go operator here
     }
     return Options(**(values | overrides))  # type: ignore[arg-type]

@@ -88,7 +88,7 @@ def _other_value(action: argparse.Action) -> str:
     """A valid value for the flag that differs from its default."""
     if action.choices:
         return str(next(c for c in action.choices if c != action.default))
-    if isinstance(action, argparse.BooleanOptionalAction | argparse._StoreTrueAction):
+    if isinstance(action.default, bool):  # --flag/--no-flag, --flag, --flag[=BOOL]
         return "false" if action.default else "true"
     if action.type in (int, float):
         return "7"

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from trussium_operator.cmdline.secure_metrics import MetricsOptions
 from trussium_operator.controller.cli import limiter_from, main, options_from, parser
 from trussium_operator.controller.exclusion import LeaseSearch
 
@@ -20,7 +21,7 @@ def test_defaults_match_adr_0001(monkeypatch: pytest.MonkeyPatch) -> None:
     assert options.leader_election_id == "trussium-operator"
     assert (options.timing.lease_duration, options.timing.renew_deadline) == (15.0, 10.0)
     assert options.timing.retry_period == 2.0
-    assert options.metrics_address == "0.0.0.0:8080"
+    assert options.metrics == MetricsOptions("0.0.0.0:8443", secure=True, cert_path=None)
     assert options.health_address == "0.0.0.0:8081"
     assert options.identity == "operator-0"
 
@@ -47,6 +48,35 @@ def test_inconsistent_leader_timing_is_a_one_line_error_exit_2(
         "trussium-controller: error: need 0 < --retry-period < --renew-deadline < "
         "--lease-duration\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("flags", "secure"),
+    [
+        (["--metrics-secure=false"], False),  # the Go operator's spelling
+        (["--metrics-secure=false", "--metrics-secure"], True),
+        (["--metrics-secure", "off"], False),
+        ([], True),
+    ],
+)
+def test_metrics_secure_takes_the_go_operators_spellings(flags: list[str], secure: bool) -> None:
+    options = options_from(parser().parse_args(["run", *flags]))
+    assert options.metrics.secure is secure
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--metrics-cert-path", "/nonexistent"], "--metrics-cert-path /nonexistent: not a folder"),
+        (["--metrics-cert-path", ".", "--metrics-secure=false"], "needs --metrics-secure"),
+        (["--metrics-bind-address", "8443"], "--metrics-bind-address: expected HOST:PORT"),
+    ],
+)
+def test_metrics_flags_that_cannot_be_served_are_one_line_errors(
+    flags: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["run", *flags]) == 2
+    assert message in capsys.readouterr().err
 
 
 def test_render_subcommand_prints_the_managed_objects(

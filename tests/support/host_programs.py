@@ -60,12 +60,13 @@ def token_kubeconfig(plane: ControlPlane, namespace: str, account: str) -> Path:
 def running_webhook(
     argv: list[str], port: int, log_path: Path, plane: ControlPlane
 ) -> Iterator[subprocess.Popen[bytes]]:
-    health = free_port()
+    health, metrics = free_port(), free_port()
     command = [
         str(Path(sys.executable).parent / "trussium-webhook"),
         *argv,
         f"--bind-address=127.0.0.1:{port}",
         f"--health-bind-address=127.0.0.1:{health}",
+        f"--metrics-bind-address=127.0.0.1:{metrics}",
         f"--cert-dir={log_path.parent / CERT_DIR}",
         "--ip-address=127.0.0.1",
     ]

@@ -1,4 +1,4 @@
-"""The plain-HTTP side: liveness, readiness, Prometheus metrics, one log line per admission."""
+"""Liveness, readiness, Prometheus metrics, one log line per admission."""
 
 import json
 import logging
@@ -8,6 +8,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient
 
+from trussium_operator.cmdline.health import metrics_app
 from trussium_operator.cmdline.logs import JsonFormatter
 from trussium_operator.webhook.app import create_health_app
 from trussium_operator.webhook.metrics import WebhookMetrics
@@ -21,10 +22,9 @@ HealthClient = TestClient[web.Request, web.Application]
 
 async def test_readyz_follows_the_tls_material(
     aiohttp_client: Callable[[web.Application], Awaitable[HealthClient]],
-    metrics: WebhookMetrics,
 ) -> None:
     loaded = False
-    health = await aiohttp_client(create_health_app(lambda: loaded, metrics))
+    health = await aiohttp_client(create_health_app(lambda: loaded))
     assert (await health.get("/healthz")).status == 200
     not_ready = await health.get("/readyz")
     assert not_ready.status == 503
@@ -45,8 +45,8 @@ async def test_metrics_under_controller_runtime_names_plus_verdicts_and_process(
     await client.post("/mutate-trussiumruntime", data=b"garbage")
     await client.post("/not-a-hook", data=b"{}")
     metrics.certificate_expiry.set(1_900_000_000)
-    health = await aiohttp_client(create_health_app(lambda: True, metrics))
-    exposition = await (await health.get("/metrics")).text()
+    scrape = await aiohttp_client(metrics_app(metrics.registry))
+    exposition = await (await scrape.get("/metrics")).text()
     validate = 'webhook="/validate-trussiumruntime"'
     for line in (
         f'controller_runtime_webhook_requests_total{{code="200",{validate}}} 2.0',

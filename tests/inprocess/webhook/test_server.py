@@ -8,6 +8,7 @@ import aiohttp
 
 from devcluster.layout import free_port
 from trussium_operator.certs.cli import main_certs
+from trussium_operator.cmdline.secure_metrics import MetricsOptions
 from trussium_operator.webhook.app import AdmissionSettings, create_admission_app
 from trussium_operator.webhook.metrics import WebhookMetrics
 from trussium_operator.webhook.server import ServeOptions, serve, start_site
@@ -34,6 +35,7 @@ async def test_serves_over_tls_until_stopped(tmp_path: Path) -> None:
         operator_username=OPERATOR,
         bind_address=f"127.0.0.1:{port}",
         health_bind_address=f"127.0.0.1:{health_port}",
+        metrics=MetricsOptions("0"),
         cert_mode="files",
         cert_dir=tmp_path,
         shutdown_delay=0,
