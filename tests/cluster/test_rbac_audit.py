@@ -6,7 +6,9 @@ everything they do: every managed kind applied, the optional NetworkPolicy and
 HorizontalPodAutoscaler deleted when turned off, legacy field managers taken
 over, a missing and then a present Secret, status, Events, the leader Lease and
 the Go operator's, the webhook's own certificate and CA injection where the
-mode has them, and orphaned objects adopted by a recreated runtime. Then:
+mode has them, orphaned objects adopted by a recreated runtime, and a scrape of
+each program's /metrics with a token (their TokenReviews and
+SubjectAccessReviews). Then:
 
 - no request of either account was refused (403);
 - every grant of the rendered chart was used: an authorized request in the audit
@@ -20,6 +22,8 @@ and for `delete` on an object whose owner references an update changes.
 
 import base64
 import json
+import ssl
+import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -81,7 +85,7 @@ def audited() -> Iterator[ControlPlane]:
 def test_each_grant_is_used_and_nothing_is_refused(
     audited: ControlPlane, tmp_path: Path, mode: str
 ) -> None:
-    plane, release, port = audited, release_name(), free_port()
+    plane, release, port, webhook_metrics = audited, release_name(), free_port(), free_port()
     name, ops, apps = fullname(release), f"ops-{release}", f"apps-{release}"
     plane.create_namespace(ops)
     plane.create_namespace(apps)
@@ -101,8 +105,12 @@ def test_each_grant_is_used_and_nothing_is_refused(
     )  # fmt: skip
     installed = render(plane, release, ops, *values, "--set", "crds.enabled=false")
     try:
-        with running_chart_programs(plane, in_pod, ops, port, tmp_path) as (controller, configs):
+        with running_chart_programs(plane, in_pod, ops, port, tmp_path, webhook_metrics) as (
+            controller,
+            configs,
+        ):
             _everything_they_do(plane, apps, checked=mode != "no-secret-rights")
+            _scrape_with_a_token(plane, ops, name, [controller.metrics_port, webhook_metrics])
             granted = {g for a in accounts.values() for g in rbac_audit.grants(installed, ops, a)}
             for grant in granted:
                 if grant.resource == "secrets" and grant.verb == "patch" and grant.name:
@@ -222,6 +230,28 @@ def _everything_they_do(plane: ControlPlane, apps: str, *, checked: bool) -> Non
         "the disabled kinds' objects to be deleted",
     )
     _orphan_and_adopt(plane, apps, chat)
+
+
+def _scrape_with_a_token(plane: ControlPlane, namespace: str, name: str, ports: list[int]) -> None:
+    """A scraper bound to the chart's metrics-viewer role reads each program's /metrics
+    over HTTPS: each program reviews its token with its own ServiceAccount's rights."""
+    plane.kubectl("create", "serviceaccount", "scraper", "-n", namespace)
+    plane.kubectl(
+        "create", "clusterrolebinding", f"{name}-scraper",
+        f"--clusterrole={name}-metrics-viewer", f"--serviceaccount={namespace}:scraper",
+    )  # fmt: skip
+    token = plane.kubectl("create", "token", "scraper", "-n", namespace).stdout.strip()
+    unverified = ssl.create_default_context()
+    unverified.check_hostname, unverified.verify_mode = False, ssl.CERT_NONE  # self-signed
+    try:
+        for port in ports:
+            request = urllib.request.Request(
+                f"https://127.0.0.1:{port}/metrics", headers={"Authorization": f"Bearer {token}"}
+            )
+            with urllib.request.urlopen(request, timeout=10, context=unverified) as answer:
+                assert answer.status == 200
+    finally:
+        plane.kubectl("delete", "clusterrolebinding", f"{name}-scraper")
 
 
 def _webhook_rewrites_its_certificate(plane: ControlPlane, namespace: str, secret: str) -> None:

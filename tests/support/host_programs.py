@@ -58,9 +58,13 @@ def token_kubeconfig(plane: ControlPlane, namespace: str, account: str) -> Path:
 
 @contextmanager
 def running_webhook(
-    argv: list[str], port: int, log_path: Path, plane: ControlPlane
+    argv: list[str],
+    port: int,
+    log_path: Path,
+    plane: ControlPlane,
+    metrics_port: int | None = None,
 ) -> Iterator[subprocess.Popen[bytes]]:
-    health, metrics = free_port(), free_port()
+    health, metrics = free_port(), metrics_port or free_port()
     command = [
         str(Path(sys.executable).parent / "trussium-webhook"),
         *argv,
@@ -115,11 +119,16 @@ def ca_injected(plane: ControlPlane, name: str) -> bool:
 
 @contextmanager
 def running_chart_programs(
-    plane: ControlPlane, rendered: list[dict[str, Any]], namespace: str, port: int, work: Path
+    plane: ControlPlane,
+    rendered: list[dict[str, Any]],
+    namespace: str,
+    port: int,
+    work: Path,
+    webhook_metrics_port: int | None = None,
 ) -> Iterator[tuple[Controller, dict[str, Path]]]:
     """Both programs as the rendered chart runs them, each with a token of its chart
-    ServiceAccount, the webhook on `port`; yields the controller and each component's
-    kubeconfig (logs in `work`)."""
+    ServiceAccount, the webhook on `port` (its /metrics on `webhook_metrics_port`);
+    yields the controller and each component's kubeconfig (logs in `work`)."""
     deployments = {
         d["spec"]["template"]["metadata"]["labels"]["app.kubernetes.io/component"]: d
         for d in rendered
@@ -135,7 +144,11 @@ def running_chart_programs(
     controller_argv = chart_args(deployments["controller"])
     with (
         running_webhook(
-            [*webhook_argv, f"--kubeconfig={configs['webhook']}"], port, work / "webhook.log", plane
+            [*webhook_argv, f"--kubeconfig={configs['webhook']}"],
+            port,
+            work / "webhook.log",
+            plane,
+            webhook_metrics_port,
         ),
         running_controller(
             plane,
