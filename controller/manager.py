@@ -36,6 +36,7 @@ from trussium_operator.controller.recorder import Recorder
 from trussium_operator.controller.runtime_metrics import register_runtime_metrics
 from trussium_operator.controller.secret_presence import SecretPresence
 from trussium_operator.controller.watches import SECRETS_ROLE, Caches, Mapper, Watch, watch_table
+from trussium_operator.controller.webhook_certificates import WebhookCertificates
 
 log = logging.getLogger("controller.manager")
 # The shutdown budget (docs/operations.md): in-flight reconciles get DRAIN_SECONDS
@@ -63,6 +64,8 @@ class Options:
     legacy_field_managers: frozenset[str] = LEGACY_FIELD_MANAGERS
     # Reconcile only while this Lease (the Go operator's) is not held; None: never wait.
     exclusion_lease: NamespacedName | None = GO_OPERATOR_LEASE
+    # Keep the webhook's self-managed certificates (docs/adr/0029); None: someone else does.
+    webhook_certificates: WebhookCertificates | None = None
 
 
 class Manager:
@@ -91,6 +94,9 @@ class Manager:
             )
             if options.exclusion_lease
             else None
+        )
+        self.certificates = (
+            options.webhook_certificates.keeper(kube.api) if options.webhook_certificates else None
         )
         self.elector = (
             LeaderElector(
@@ -168,6 +174,8 @@ class Manager:
         informer_tasks.append(asyncio.create_task(self._look_up_secrets()))
         if self.gate:
             informer_tasks.append(asyncio.create_task(self.gate.run()))
+        if self.certificates:
+            informer_tasks.append(asyncio.create_task(self.certificates.run()))
         try:
             return await self._lead_and_work(stop)
         finally:

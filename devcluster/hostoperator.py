@@ -5,6 +5,8 @@ The chart renders the ServiceAccounts, the RBAC and the webhook
 configurations (with `webhook.urlOverride` pointing at 127.0.0.1); each
 program then authenticates with a token of its own ServiceAccount, so what
 works here works with the chart's least-privilege permissions, not as admin.
+The controller keeps the webhook's certificates; the kubelet's part, mounting
+the serving Secret into the webhook, is `devcluster.secretmount`'s.
 Used by the demo and by the tests that prove the chart's RBAC.
 """
 
@@ -21,6 +23,7 @@ from typing import Self
 from devcluster.controlplane import ControlPlane
 from devcluster.layout import free_port
 from devcluster.process import Process
+from devcluster.secretmount import SecretMount
 
 REPO = Path(__file__).resolve().parents[1]
 CHART = REPO / "charts" / "trussium-operator"
@@ -93,6 +96,7 @@ class HostOperator:
         self.controller_health_port = free_port()
         self._dir = plane.directory / f"host-operator-{release}"
         self._processes: list[Process] = []
+        self._mount: SecretMount | None = None
 
     @property
     def controller_account(self) -> str:
@@ -138,14 +142,25 @@ class HostOperator:
             self.plane.create_namespace(self.namespace)
         self.plane.kubectl("apply", "--server-side", "-f", "-", input=self.render_wiring())
         try:
-            self._start_webhook()
+            # The controller creates the webhook's certificates (docs/adr/0029).
             self._start_controller()
+            self._mount = SecretMount(
+                self.plane, self.namespace, f"{self.release}-webhook-tls", self._cert_dir
+            ).start()
+            self._start_webhook()
         except BaseException:
             self.stop()
             raise
         return self
 
+    @property
+    def _cert_dir(self) -> Path:
+        return self._dir / "webhook-certs"
+
     def stop(self) -> None:
+        if self._mount is not None:
+            self._mount.stop()
+            self._mount = None
         for process in reversed(self._processes):
             process.terminate()
         for process in reversed(self._processes):
@@ -170,13 +185,7 @@ class HostOperator:
             "webhook",
             [
                 _script("trussium-webhook"), "serve",
-                "--cert-mode", "self-managed",
-                "--cert-dir", str(self._dir / "webhook-certs"),
-                "--namespace", self.namespace,
-                "--secret-name", f"{self.release}-webhook-tls",
-                "--service-name", f"{self.release}-webhook",
-                "--ip-address", HOST,
-                "--webhook-config-name", self.release,
+                "--cert-dir", str(self._cert_dir),
                 "--operator-username", self.controller_username,
                 "--kubeconfig", str(self.token_kubeconfig(self.webhook_account)),
                 "--bind-address", f"{HOST}:{self.webhook_port}",
@@ -194,6 +203,13 @@ class HostOperator:
             "--leader-election-namespace", self.namespace,
             "--metrics-bind-address", f"{HOST}:{self.controller_metrics_port}",
             "--health-probe-bind-address", f"{HOST}:{self.controller_health_port}",
+            "--webhook-certificates",
+            "--webhook-namespace", self.namespace,
+            "--webhook-secret-name", f"{self.release}-webhook-tls",
+            "--webhook-ca-secret-name", f"{self.release}-webhook-ca",
+            "--webhook-service-name", f"{self.release}-webhook",
+            "--webhook-config-name", self.release,
+            "--webhook-ip-address", HOST,
         ]  # fmt: skip
         if self.watch_namespace:
             argv += ["--watch-namespace", self.watch_namespace]
@@ -211,7 +227,7 @@ class HostOperator:
         raise RuntimeError(f"{process.name} not ready at {url} in {READY_TIMEOUT_SECONDS:.0f}s")
 
     def _wait_for_ca_bundle(self, process: Process) -> None:
-        """The TrussiumRuntime hooks fail closed: wait until the webhook injected its CA."""
+        """The TrussiumRuntime hooks fail closed: wait until the controller injected the CA."""
         deadline = time.monotonic() + READY_TIMEOUT_SECONDS
         while time.monotonic() < deadline:
             if process.exit_code() is not None:
@@ -223,4 +239,4 @@ class HostOperator:
             if hooks and all(h.get("clientConfig", {}).get("caBundle") for h in hooks):
                 return
             time.sleep(0.3)
-        raise RuntimeError("the webhook did not inject its CA bundle in time")
+        raise RuntimeError("the controller did not inject the CA bundle in time")

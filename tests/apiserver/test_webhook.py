@@ -228,7 +228,6 @@ def webhook(
             api_plane,
             log,
             port,
-            "--cert-mode=files",
             f"--cert-dir={cert_dir}",
             "--secret-lookup",
         ),

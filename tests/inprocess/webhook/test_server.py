@@ -34,7 +34,6 @@ async def test_serves_over_tls_until_stopped(tmp_path: Path) -> None:
         operator_username=OPERATOR,
         bind_address=f"127.0.0.1:{port}",
         health_bind_address=f"127.0.0.1:{health_port}",
-        cert_mode="files",
         cert_dir=tmp_path,
         shutdown_delay=0,
     )
