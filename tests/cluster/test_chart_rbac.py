@@ -4,6 +4,7 @@ the installed webhook configurations point at the host webhook (webhook.urlOverr
 and a TrussiumRuntime converges while everything outside the grant is refused."""
 
 import base64
+import contextlib
 import json
 import signal
 import subprocess
@@ -27,11 +28,12 @@ from devcluster.controller_harness import (
 )
 from devcluster.hostoperator import install_crds
 from devcluster.layout import free_port
+from devcluster.secretmount import SecretMount
 from tests.support.chart import CHART, container, find, fullname, release_name, render
 
 pytestmark = pytest.mark.cluster
 
-CERT_DIR = "webhook-certs"  # under tmp_path: served from (files mode) or written to (self-managed)
+CERT_DIR = "webhook-certs"  # under tmp_path: the host's stand-in for the mounted Secret
 SECRET_VALUE = "sk-chart-rbac-do-not-log"  # must never show up in either program's log
 # Each program binds these itself on the host; the chart's in-Pod values would collide.
 HOST_FLAGS = (
@@ -82,7 +84,6 @@ def running_webhook(
         f"--bind-address=127.0.0.1:{port}",
         f"--health-bind-address=127.0.0.1:{health}",
         f"--cert-dir={log_path.parent / CERT_DIR}",
-        "--ip-address=127.0.0.1",
     ]
     with log_path.open("ab") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
@@ -182,13 +183,9 @@ def test_chart_service_accounts_run_both_programs_and_nothing_more(
         controller_config = token_kubeconfig(plane, namespace, f"{name}-controller")
         webhook_argv = chart_args(find(in_pod, "Deployment", f"{name}-webhook"))
         controller_argv = chart_args(find(in_pod, "Deployment", f"{name}-controller"))
+        if mode == "selfManaged":  # the host webhook is reached at 127.0.0.1
+            controller_argv.append("--webhook-ip-address=127.0.0.1")
         with (
-            running_webhook(
-                [*webhook_argv, f"--kubeconfig={webhook_config}"],
-                port,
-                tmp_path / "webhook.log",
-                plane,
-            ),
             running_controller(
                 plane,
                 tmp_path / "controller.log",
@@ -196,6 +193,15 @@ def test_chart_service_accounts_run_both_programs_and_nothing_more(
                 f"--kubeconfig={controller_config}",
                 identity=name,
             ) as controller,
+            SecretMount(plane, namespace, f"{name}-webhook-tls", tmp_path / CERT_DIR)
+            if mode == "selfManaged"
+            else contextlib.nullcontext(),
+            running_webhook(
+                [*webhook_argv, f"--kubeconfig={webhook_config}"],
+                port,
+                tmp_path / "webhook.log",
+                plane,
+            ),
         ):
             _prove_the_programs_work(plane, namespace, apps, name, mode, lookup)
             logs = (tmp_path / "webhook.log").read_text() + controller.logs()
@@ -210,7 +216,7 @@ def test_chart_service_accounts_run_both_programs_and_nothing_more(
             lookup,
             {controller_user: controller_config, webhook_user: webhook_config},
         )
-        # No manifest sets caBundle, so an upgrade keeps the injected one (the webhook,
+        # No manifest sets caBundle, so an upgrade keeps the injected one (the controller,
         # which would re-inject it, is stopped by now).
         plane.helm(
             "upgrade",
@@ -232,12 +238,11 @@ def test_chart_service_accounts_run_both_programs_and_nothing_more(
 def _prove_the_programs_work(
     plane: ControlPlane, namespace: str, apps: str, name: str, mode: str, lookup: bool
 ) -> None:
-    # Self-managed certificates, with the webhook's own token: its Secret and both caBundles.
-    wait_for(
-        lambda: ca_injected(plane, name), "the webhook to inject its CA into both configurations"
-    )
+    # Self-managed certificates, with the controller's own token: both Secrets and caBundles.
+    wait_for(lambda: ca_injected(plane, name), "the CA in both configurations")
     if mode == "selfManaged":
         must_get(plane, "secret", f"{name}-webhook-tls", namespace)
+        must_get(plane, "secret", f"{name}-webhook-ca", namespace)
 
     # Validation through the installed configurations (the API server calls the host webhook).
     bad = runtime_manifest("bad", apps, podMetadata={"labels": {"app.kubernetes.io/name": "x"}})
@@ -335,14 +340,20 @@ def _prove_the_grant_stops_there(
     assert not can_i(plane, webhook, "create", "secrets", "-n", apps)
     assert not can_i(plane, webhook, "get", "secrets/openai", "-n", apps), "values by name"
     assert not can_i(plane, webhook, "patch", "secrets/other", "-n", namespace)
+    # Certificates (ADR 0029): the controller keeps them in selfManaged mode; the webhook
+    # never writes a Secret or a configuration, and never reads a certificate Secret.
     self_managed = mode == "selfManaged"
-    assert can_i(plane, webhook, "patch", f"secrets/{name}-webhook-tls", "-n", namespace) is (
-        self_managed
-    )
-    assert can_i(plane, webhook, "patch", f"validatingwebhookconfigurations/{name}") is (
-        self_managed
-    )
-    assert not can_i(plane, controller, "patch", f"validatingwebhookconfigurations/{name}")
+    for secret in (f"{name}-webhook-tls", f"{name}-webhook-ca"):
+        for verb in ("get", "update", "patch"):
+            assert not can_i(plane, webhook, verb, f"secrets/{secret}", "-n", namespace)
+        assert can_i(plane, controller, "update", f"secrets/{secret}", "-n", namespace) is (
+            self_managed
+        )
+    assert not can_i(plane, webhook, "create", "secrets", "-n", namespace)
+    assert can_i(plane, controller, "create", "secrets", "-n", namespace) is self_managed
+    for kind in ("validatingwebhookconfigurations", "mutatingwebhookconfigurations"):
+        assert not can_i(plane, webhook, "patch", f"{kind}/{name}")
+        assert can_i(plane, controller, "patch", f"{kind}/{name}") is self_managed
     assert not can_i(plane, controller, "get", "leases/someone-elses-lock", "-n", namespace)
     assert can_i(plane, controller, "update", f"leases/{name}", "-n", namespace)
     everywhere = can_i(plane, controller, "list", "trussiumruntimes", "--all-namespaces")
@@ -377,4 +388,17 @@ def _prove_the_grant_stops_there(
             "{}",
         )
     assert refused(plane, kubeconfigs[webhook], "get", "secret", "openai", "-n", apps)
+    assert refused(
+        plane, kubeconfigs[webhook], "get", "secret", f"{name}-webhook-ca", "-n", namespace
+    )
+    assert refused(
+        plane,
+        kubeconfigs[webhook],
+        "patch",
+        "validatingwebhookconfiguration",
+        name,
+        "--type=merge",
+        "-p",
+        "{}",
+    )
     assert refused(plane, kubeconfigs[controller], "delete", "secret", "openai", "-n", apps)
