@@ -8,6 +8,7 @@ import pytest
 
 from trussium_operator.certs.authority import CertificateError, KeyPair, is_issued_by
 from trussium_operator.certs.rotation import (
+    DEFAULT_LIFETIMES,
     Authority,
     Lifetimes,
     Rotation,
@@ -23,7 +24,7 @@ DAY = timedelta(days=1)
 HOUR = timedelta(hours=1)
 
 
-def again(previous: Rotation, now: datetime, lifetimes: Lifetimes = Lifetimes()) -> Rotation:
+def again(previous: Rotation, now: datetime, lifetimes: Lifetimes = DEFAULT_LIFETIMES) -> Rotation:
     return rotate(
         previous.authority,
         previous.serving,
