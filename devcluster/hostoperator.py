@@ -20,6 +20,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Self
 
+import yaml
+
 from devcluster.controlplane import ControlPlane
 from devcluster.layout import free_port
 from devcluster.process import Process
@@ -32,11 +34,18 @@ CRD_NAME = "trussiumruntimes.runtime.trussium.io"
 HOST = "127.0.0.1"
 READY_TIMEOUT_SECONDS = 90.0
 TOKEN_DURATION = "24h"
-WIRING_TEMPLATES = (
-    "templates/serviceaccounts.yaml",
-    "templates/rbac-controller.yaml",
-    "templates/rbac-webhook.yaml",
-    "templates/webhook-configurations.yaml",
+# What the programs need from the chart when they run on the host: their identities,
+# their RBAC and the webhook configurations (a template may render nothing).
+WIRING_KINDS = frozenset(
+    {
+        "ServiceAccount",
+        "Role",
+        "RoleBinding",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "MutatingWebhookConfiguration",
+        "ValidatingWebhookConfiguration",
+    }
 )
 
 
@@ -124,11 +133,11 @@ class HostOperator:
         if self.watch_namespace:
             values.append(f"watchNamespace={self.watch_namespace}")
         args = ["template", self.release, str(CHART), "--namespace", self.namespace]
-        for template in WIRING_TEMPLATES:
-            args += ["--show-only", template]
         for value in values:
             args += ["--set", value]
-        return self.plane.helm(*args).stdout
+        objects = yaml.safe_load_all(self.plane.helm(*args).stdout)
+        items = [o for o in objects if o and o.get("kind") in WIRING_KINDS]
+        return json.dumps({"apiVersion": "v1", "kind": "List", "items": items})
 
     def token_kubeconfig(self, account: str) -> Path:
         token = self.plane.kubectl(
