@@ -10,7 +10,6 @@ endpoints would. Admissions stream through the fail-closed hooks the whole time.
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import tarfile
@@ -27,6 +26,7 @@ from devcluster import ControlPlane
 from devcluster.controller_harness import running_controller, runtime_manifest, wait_for
 from devcluster.hostoperator import install_crds
 from devcluster.layout import free_port
+from devcluster.process import Process
 from devcluster.secretmount import SecretMount
 from tests.cluster.test_chart_rbac import ca_injected, chart_args, token_kubeconfig
 from tests.faults.proxy import Relay
@@ -54,28 +54,28 @@ def previous(tmp_path: Path) -> Path:
 
 
 @contextmanager
-def webhook(
-    argv: list[str], port: int, log: Path, plane: ControlPlane, code: Path | None = None
-) -> Iterator[subprocess.Popen[bytes]]:
+def webhook(argv: list[str], port: int, log: Path, code: Path | None = None) -> Iterator[Process]:
     """A webhook process on the host, of this checkout or of the tree at `code`."""
     health = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("TRUSSIUM_")}
     if code is not None:
-        env["PYTHONPATH"] = str(code)  # ahead of the editable install of this checkout
-    with log.open("ab") as out:
-        process = subprocess.Popen(
-            [
-                sys.executable, "-m", "trussium_operator.webhook.cli", *argv,
-                f"--bind-address=127.0.0.1:{port}",
-                f"--health-bind-address=127.0.0.1:{health}",
-                "--shutdown-delay=2",
-            ],
-            cwd=code or REPO, env=env, stdout=out, stderr=subprocess.STDOUT,
-        )  # fmt: skip
+        env["PYTHONPATH"] = str(code)  # ahead of this checkout's editable install
+    process = Process(
+        log.stem,
+        [
+            str(Path(sys.executable).parent / "trussium-webhook"), *argv,
+            f"--bind-address=127.0.0.1:{port}",
+            f"--health-bind-address=127.0.0.1:{health}",
+            "--shutdown-delay=2",
+        ],
+        log,
+        env,
+    )  # fmt: skip
+    process.start()
 
     def ready() -> bool:
-        if process.poll() is not None:
-            raise AssertionError(f"webhook exited: {log.read_text()[-4000:]}")
+        if process.exit_code() is not None:
+            raise AssertionError(process.describe_exit(40))
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{health}/readyz", timeout=2) as answer:
                 return bool(answer.status == 200)
@@ -83,18 +83,11 @@ def webhook(
             return False
 
     try:
-        wait_for(ready, f"the webhook of {code or 'this checkout'} to be ready", timeout=60)
+        wait_for(ready, f"{log.stem} to be ready", timeout=60)
         yield process
-    except BaseException:
-        sys.stderr.write(f"--- {log.name} ---\n{log.read_text()[-6000:]}\n")
-        raise
     finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        process.terminate()
+        process.kill(30.0)
 
 
 class Admissions:
@@ -177,7 +170,7 @@ def test_upgrade_from_the_webhook_kept_ca_fails_no_admission(
         with webhook(
             [*old_args, f"--kubeconfig={old_token}", f"--cert-dir={tmp_path / 'old-certs'}",
              "--ip-address=127.0.0.1"],
-            old_port, tmp_path / "old-webhook.log", plane, code=previous,
+            old_port, tmp_path / "previous-webhook.log", code=previous,
         ) as old:  # fmt: skip
             wait_for(lambda: ca_injected(plane, name), "the previous webhook to inject its CA")
             legacy = secret(plane, f"{name}-webhook-tls", namespace)
@@ -210,13 +203,12 @@ def test_upgrade_from_the_webhook_kept_ca_fails_no_admission(
                         [*new_webhook_args, f"--cert-dir={tmp_path / 'new-certs'}"],
                         new_port,
                         tmp_path / "new-webhook.log",
-                        plane,
                     ):
                         relay.retarget(new_port)  # the endpoints now list the new pod
                         admissions.phase = "retargeted"
-                        old.send_signal(signal.SIGTERM)  # the old pod terminates
+                        old.terminate()  # the old pod terminates
                         admissions.phase = "previous webhook stopping"
-                        old.wait(30)
+                        old.kill(30.0)
                         admissions.phase = "new webhook only"
                         admissions.past(10)
                         admissions.stop()  # before anything is torn down
