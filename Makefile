@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 SRC := common webhook controller certs cmdline devcluster tests hack
 DIST ?= dist
 
-.PHONY: test venv lock host components node-components image lint typecheck pytest test-k8s oldest-k8s unit e2e-node demo cluster crd release-artifacts clean
+.PHONY: test venv lock host components node-components image lint typecheck pytest test-k8s oldest-k8s unit e2e-node demo cluster crd bundle release-artifacts clean
 
 test: venv host components node-components lint typecheck pytest oldest-k8s
 
@@ -101,7 +101,13 @@ cluster: venv components $(if $(filter node,$(PROFILE)),node-components)
 demo: venv components
 	$(BIN)/python -m hack.demo $(if $(ONCE),--once,)
 
-# Wheel, sdist, packaged chart and SBOM with SHA256SUMS in $(DIST); publishing is
+# The one-file install bundle, $(DIST)/install.yaml, rendered from the chart
+# (docs/install.md, "One-file bundle"); helm alone of the pinned components.
+bundle: venv
+	@$(BIN)/python -m hack.bundle --output $(DIST)/install.yaml \
+	  --helm "$$(bash hack/k8s/build.sh helm | tail -n 1)/helm"
+
+# Wheel, sdist, packaged chart, install bundle and SBOM with SHA256SUMS in $(DIST); publishing is
 # manual (docs/install.md). Of the pinned components it builds helm alone.
 release-artifacts: venv
 	DIST=$(DIST) bash hack/release-artifacts.sh

@@ -16,10 +16,12 @@ DISABLED = "0"
 
 
 def probes_app(
-    ready: Callable[[], bool], not_ready: str, registry: CollectorRegistry | None = None
+    ready: Callable[[], bool],
+    not_ready: str | Callable[[], str],
+    registry: CollectorRegistry | None = None,
 ) -> web.Application:
-    """/healthz, and /readyz answering 503 with `not_ready` until `ready()`; with a
-    registry, its /metrics too."""
+    """/healthz, and /readyz answering 503 with `not_ready` (or what it returns) until
+    `ready()`; with a registry, its /metrics too."""
 
     async def healthz(_: web.Request) -> web.Response:
         return web.Response(text="ok")
@@ -27,7 +29,7 @@ def probes_app(
     async def readyz(_: web.Request) -> web.Response:
         if ready():
             return web.Response(text="ok")
-        return web.Response(status=503, text=not_ready)
+        return web.Response(status=503, text=not_ready() if callable(not_ready) else not_ready)
 
     app = metrics_app(registry) if registry is not None else web.Application()
     app.router.add_get("/healthz", healthz)

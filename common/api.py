@@ -23,6 +23,7 @@ from trussium_operator.common.k8s_types import (
     Affinity,
     K8sModel,
     LabelSelector,
+    MaxEntries,
     Quantity,
     ResourceRequirements,
     Toleration,
@@ -291,7 +292,7 @@ class NetworkPolicySpec(K8sModel):
     model_config = K8sModel.model_config | {"json_schema_extra": _cel(NETWORK_POLICY_NEEDS_INGRESS)}
 
     enabled: bool = Field(False, description="Whether the operator manages a NetworkPolicy.")
-    ingress: list[NetworkPolicyIngressPeer] | None = Field(
+    ingress: Annotated[list[NetworkPolicyIngressPeer], MaxEntries(8)] | None = Field(
         None,
         description="Allowed clients; at least one when enabled.",
         json_schema_extra={"x-kubernetes-list-type": "atomic"},
@@ -346,11 +347,11 @@ class ScratchSpec(K8sModel):
 class PodMetadata(K8sModel):
     """Extra labels and annotations for the runtime Pods."""
 
-    labels: dict[str, str] | None = Field(
+    labels: Annotated[dict[str, str], MaxEntries(64)] | None = Field(
         None,
         description="Extra Pod labels; the operator's app.kubernetes.io/ labels are reserved.",
     )
-    annotations: dict[str, str] | None = Field(
+    annotations: Annotated[dict[str, str], MaxEntries(128)] | None = Field(
         None,
         description="Extra Pod annotations; runtime.trussium.io/ keys and AppArmor/seccomp "
         "annotations are reserved.",
@@ -360,10 +361,12 @@ class PodMetadata(K8sModel):
 class SchedulingSpec(K8sModel):
     """Where the runtime Pods may run."""
 
-    node_selector: dict[str, str] | None = Field(
+    node_selector: Annotated[dict[str, str], MaxEntries(32)] | None = Field(
         None, description="Node labels the Pods' nodes must have."
     )
-    tolerations: list[Toleration] | None = Field(None, description="Taints the Pods tolerate.")
+    tolerations: Annotated[list[Toleration], MaxEntries(64)] | None = Field(
+        None, description="Taints the Pods tolerate."
+    )
     affinity: Affinity | None = Field(None, description="Node and Pod (anti-)affinity.")
 
 
@@ -374,9 +377,8 @@ class TrussiumRuntimeSpec(K8sModel):
     replicas: Annotated[int, _bounds(0, 1000), INT32] = Field(
         1, description="Number of runtime Pods; ignored while autoscaling is enabled."
     )
-    image_pull_secrets: list[LocalObjectReference] | None = Field(
+    image_pull_secrets: Annotated[list[LocalObjectReference], MaxEntries(20)] | None = Field(
         None,
-        max_length=20,
         description="Secrets for pulling the image, in the runtime's namespace.",
         json_schema_extra={
             "x-kubernetes-list-type": "map",
@@ -452,6 +454,13 @@ class TrussiumRuntimeStatus(K8sModel):
     )
     available_replicas: Annotated[int, INT32] = Field(
         0, description="Available Pods of the managed Deployment."
+    )
+    # None, not 0: absent means "not reported yet" (a status written before this field,
+    # or by the Go operator); 0 is a runtime scaled to zero, and is written.
+    desired_replicas: Annotated[int, INT32] | None = Field(
+        None,
+        description="The replica count the runtime is held to: with autoscaling, the "
+        "autoscaler's (the managed Deployment's spec.replicas), otherwise spec.replicas.",
     )
     desired_image: str = Field("", description="The image rendered from spec.image.")
     current_image: str = Field(

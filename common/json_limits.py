@@ -84,14 +84,36 @@ def _unencodable(texts: list[str]) -> int | None:
     return next(i for i, text in enumerate(texts) if not _encodable(text))
 
 
+def _sound(document: object) -> bool:
+    """Whether `document` is within MAX_DEPTH and all its text encodable: one pass, level by
+    level, each level's keys and strings joined and checked at once (no paths kept)."""
+    level = [document]
+    for _ in range(MAX_DEPTH):
+        dicts = [node for node in level if type(node) is dict]
+        values = [value for node in dicts for value in node.values()]
+        values += [value for node in level if type(node) is list for value in node]
+        keys = [key for node in dicts for key in node if type(key) is str]
+        texts = [value for value in values if type(value) is str]
+        if not (_encodable("".join(keys)) and _encodable("".join(texts))):
+            return False
+        level = [value for value in values if type(value) is dict or type(value) is list]
+        if not level:
+            return True
+    return False
+
+
 def json_problem(document: object, root: str = "") -> JsonProblem | None:
     """The first place where `document` is nested too deep or holds an unencodable string.
 
-    Each container's keys and strings are checked in bulk, so the walk costs
-    little per entry even for objects with a hundred thousand.
+    A sound document costs one quick pass (`_sound`); only a faulty one is
+    walked again to find the place, each container's keys and strings checked
+    in bulk, so either walk costs little per entry even for objects with a
+    hundred thousand.
     """
     if isinstance(document, str):
         return JsonProblem(root, _UNENCODABLE) if not _encodable(document) else None
+    if _sound(document):
+        return None
     stack: list[tuple[object, int, _Parent]] = [(document, 1, None)]
     while stack:
         node, depth, parent = stack.pop()

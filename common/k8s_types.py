@@ -67,6 +67,39 @@ class IntFormat:
 INT32 = IntFormat(32)
 INT64 = IntFormat(64)
 
+
+@dataclass(frozen=True)
+class MaxEntries:
+    """At most `count` entries: `maxItems` for a list, `maxProperties` for a map.
+
+    Counted by the parse (`common.parsing`), not by the model: for admission a
+    longer collection is cut to `count` before any rule reads it, so a review
+    costs what the bounds allow whatever its size; a runtime already stored
+    with a longer one (the Go operator's CRD had no bound) is read whole, and
+    the breach is a rule it may break (`common.ratcheting`). ADR 0027.
+    """
+
+    count: int
+
+    def __get_pydantic_json_schema__(
+        self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        out = handler(schema)
+        return out | {"maxItems" if out.get("type") == "array" else "maxProperties": self.count}
+
+
+# The bounds (ADR 0027). Kubernetes counts none of these collections in a Pod; each is
+# far above real use and their products keep the costliest review within its budget.
+SELECTOR_LABELS = MaxEntries(8)
+SELECTOR_EXPRESSIONS = MaxEntries(4)
+VALUES = MaxEntries(16)
+NODE_TERMS = MaxEntries(4)
+NODE_EXPRESSIONS = MaxEntries(8)
+NODE_FIELDS = MaxEntries(4)
+POD_TERMS = MaxEntries(4)
+LABEL_KEYS = MaxEntries(8)
+NAMESPACES = MaxEntries(16)
+
 Quantity = Annotated[
     # An integer quantity must fit in an int64, the API server's JSON integer.
     Annotated[int, BeforeValidator(_integral), AfterValidator(INT64.check)]
@@ -103,7 +136,7 @@ class LabelSelectorRequirement(K8sModel):
 
     key: str = Field(description="The label key that the selector applies to.")
     operator: str = Field(description="One of In, NotIn, Exists, DoesNotExist.")
-    values: list[str] | None = Field(
+    values: Annotated[list[str], VALUES] | None = Field(
         None,
         description="Values for In and NotIn (non-empty); must be empty for Exists and "
         "DoesNotExist.",
@@ -113,9 +146,11 @@ class LabelSelectorRequirement(K8sModel):
 class LabelSelector(K8sModel):
     """A Kubernetes label selector; the requirements are ANDed."""
 
-    match_labels: dict[str, str] | None = Field(None, description="Labels that must match exactly.")
-    match_expressions: list[LabelSelectorRequirement] | None = Field(
-        None, description="Label selector requirements."
+    match_labels: Annotated[dict[str, str], SELECTOR_LABELS] | None = Field(
+        None, description="Labels that must match exactly."
+    )
+    match_expressions: Annotated[list[LabelSelectorRequirement], SELECTOR_EXPRESSIONS] | None = (
+        Field(None, description="Label selector requirements.")
     )
 
 
@@ -136,17 +171,17 @@ class ResourceClaim(K8sModel):
 class ResourceRequirements(K8sModel):
     """Compute resources of the runtime container (Kubernetes ResourceRequirements)."""
 
-    claims: list[ResourceClaim] | None = Field(
+    claims: Annotated[list[ResourceClaim], MaxEntries(8)] | None = Field(
         None,
         description="Dynamic resource claims the container uses (DynamicResourceAllocation), "
         "passed to the container unchanged.",
         json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]},
     )
 
-    limits: dict[str, Quantity] | None = Field(
+    limits: Annotated[dict[str, Quantity], MaxEntries(16)] | None = Field(
         None, description="Maximum amount of each resource the container may use."
     )
-    requests: dict[str, Quantity] | None = Field(
+    requests: Annotated[dict[str, Quantity], MaxEntries(16)] | None = Field(
         None,
         description="Amount of each resource the scheduler reserves; at most the limit. "
         "autoscaling needs requests.cpu.",
@@ -181,7 +216,7 @@ class NodeSelectorRequirement(K8sModel):
 
     key: str = Field(description="The node label key (or field) the selector applies to.")
     operator: str = Field(description="One of In, NotIn, Exists, DoesNotExist, Gt, Lt.")
-    values: list[str] | None = Field(
+    values: Annotated[list[str], VALUES] | None = Field(
         None,
         description="Non-empty for In and NotIn, empty for Exists and DoesNotExist, one "
         "integer for Gt and Lt.",
@@ -191,10 +226,10 @@ class NodeSelectorRequirement(K8sModel):
 class NodeSelectorTerm(K8sModel):
     """Node selector requirements, ANDed."""
 
-    match_expressions: list[NodeSelectorRequirement] | None = Field(
+    match_expressions: Annotated[list[NodeSelectorRequirement], NODE_EXPRESSIONS] | None = Field(
         None, description="Requirements on node labels."
     )
-    match_fields: list[NodeSelectorRequirement] | None = Field(
+    match_fields: Annotated[list[NodeSelectorRequirement], NODE_FIELDS] | None = Field(
         None, description="Requirements on node fields (only metadata.name)."
     )
 
@@ -202,7 +237,7 @@ class NodeSelectorTerm(K8sModel):
 class NodeSelector(K8sModel):
     """Node selector terms, ORed."""
 
-    node_selector_terms: list[NodeSelectorTerm] = Field(
+    node_selector_terms: Annotated[list[NodeSelectorTerm], NODE_TERMS] = Field(
         description="At least one term; a node matching any term is selected."
     )
 
@@ -220,9 +255,9 @@ class NodeAffinity(K8sModel):
     required_during_scheduling_ignored_during_execution: NodeSelector | None = Field(
         None, description="Nodes the runtime Pods must be scheduled on."
     )
-    preferred_during_scheduling_ignored_during_execution: list[PreferredSchedulingTerm] | None = (
-        Field(None, description="Nodes the scheduler prefers.")
-    )
+    preferred_during_scheduling_ignored_during_execution: (
+        Annotated[list[PreferredSchedulingTerm], NODE_TERMS] | None
+    ) = Field(None, description="Nodes the scheduler prefers.")
 
 
 class PodAffinityTerm(K8sModel):
@@ -232,14 +267,16 @@ class PodAffinityTerm(K8sModel):
     namespace_selector: LabelSelector | None = Field(
         None, description="The namespaces to look for matching Pods in."
     )
-    namespaces: list[str] | None = Field(None, description="Namespace names to look in.")
+    namespaces: Annotated[list[str], NAMESPACES] | None = Field(
+        None, description="Namespace names to look in."
+    )
     topology_key: str = Field(
         description="The node label whose value defines the topology domain; required."
     )
-    match_label_keys: list[str] | None = Field(
+    match_label_keys: Annotated[list[str], LABEL_KEYS] | None = Field(
         None, description="Pod label keys whose values are added to the selector (In)."
     )
-    mismatch_label_keys: list[str] | None = Field(
+    mismatch_label_keys: Annotated[list[str], LABEL_KEYS] | None = Field(
         None, description="Pod label keys whose values are added to the selector (NotIn)."
     )
 
@@ -254,12 +291,12 @@ class WeightedPodAffinityTerm(K8sModel):
 class PodAffinity(K8sModel):
     """Pod (anti-)affinity scheduling rules."""
 
-    required_during_scheduling_ignored_during_execution: list[PodAffinityTerm] | None = Field(
-        None, description="Terms that must hold."
-    )
-    preferred_during_scheduling_ignored_during_execution: list[WeightedPodAffinityTerm] | None = (
-        Field(None, description="Terms the scheduler prefers.")
-    )
+    required_during_scheduling_ignored_during_execution: (
+        Annotated[list[PodAffinityTerm], POD_TERMS] | None
+    ) = Field(None, description="Terms that must hold.")
+    preferred_during_scheduling_ignored_during_execution: (
+        Annotated[list[WeightedPodAffinityTerm], POD_TERMS] | None
+    ) = Field(None, description="Terms the scheduler prefers.")
 
 
 class Affinity(K8sModel):

@@ -171,7 +171,7 @@ def check_document(
         check.runtime = CheckedRuntime(*where, None, None)
         return check
     defaulted = apply_defaults(document).object
-    result = validate_runtime(defaulted)  # defaults the spec again: a no-op walk
+    result = validate_runtime(defaulted, stored=stored)  # defaults the spec again: a no-op walk
     findings = [
         finding(severity, e.path, message)
         for e in result.errors

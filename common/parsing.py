@@ -16,7 +16,7 @@ CRDs) lacks the defaults the current API promises.
 
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any, Union
@@ -32,14 +32,15 @@ from trussium_operator.common.api import (
     TrussiumRuntimeSpec,
 )
 from trussium_operator.common.defaulting import default_spec
-from trussium_operator.common.json_limits import json_problem, path_key, shown
+from trussium_operator.common.json_limits import MAX_DEPTH, json_problem, path_key, shown
+from trussium_operator.common.k8s_types import MaxEntries
 from trussium_operator.common.k8s_validation import FieldError
 from trussium_operator.common.quantity import QuantityError, parse_quantity
-from trussium_operator.common.ratcheting import tolerated
+from trussium_operator.common.ratcheting import TolerableRule, tolerated
 
-# Entries a map or list of the spec may hold (Kubernetes has no such count,
-# real specs hold a few dozen at most); larger ones are cut before any rule
-# looks at them, so checking stays proportional to this, not to the input.
+# Entries the operator reads of any map or list of a spec: the bound of a collection
+# the models do not bound (`MaxEntries`), and how far a stored runtime's bounded
+# collection is read (its bound did not exist when it was stored).
 MAX_COLLECTION_ENTRIES = 1000
 
 _PATTERN_HINTS = {
@@ -102,8 +103,19 @@ def _unwrap(tp: Any) -> Any:
         return tp
 
 
-# Annotation -> (kind, element type or field map); the models are fixed, so each
-# annotation is worked out once (keyed by identity: annotations need not be hashable).
+def _bound(tp: Any, metadata: Iterable[object] = ()) -> int | None:
+    """The `MaxEntries` count an annotation (or a field's metadata) declares, if any."""
+    while typing.get_origin(tp) in (typing.Annotated, Union, types.UnionType):
+        args = typing.get_args(tp)
+        if typing.get_origin(tp) is typing.Annotated:
+            metadata = (*metadata, *args[1:])
+        tp = next((a for a in args if a is not type(None)), None)
+    return next((m.count for m in metadata if isinstance(m, MaxEntries)), None)
+
+
+# Annotation -> (kind, element type or field map: alias -> (type, bound)); the models
+# are fixed, so each annotation is worked out once (keyed by identity: annotations
+# need not be hashable).
 _STEPS: dict[int, tuple[Any, str, Any]] = {}
 
 
@@ -118,7 +130,10 @@ def _step(tp: Any) -> tuple[str, Any]:
     elif origin is dict:
         step = ("dict", _unwrap(typing.get_args(tp)[1]))
     elif isinstance(tp, type) and issubclass(tp, BaseModel):
-        fields = {f.alias or name: _unwrap(f.annotation) for name, f in tp.model_fields.items()}
+        fields = {
+            f.alias or name: (_unwrap(f.annotation), _bound(f.annotation, f.metadata))
+            for name, f in tp.model_fields.items()
+        }
         step = ("model", fields)
     _STEPS[id(tp)] = (tp, *step)
     return step
@@ -138,7 +153,7 @@ def _field_path(loc: tuple[int | str, ...]) -> str:
         elif kind == "dict":
             path, tp = f"{path}{path_key(item)}", inner
         elif kind == "model":
-            path, tp = f"{path}.{item}", inner.get(str(item))
+            path, tp = f"{path}.{item}", inner.get(str(item), (None,))[0]
         else:
             break  # a union variant tag, or below a scalar
     return path
@@ -228,32 +243,76 @@ def _defaulted(spec: object) -> object:
 def schema_errors(obj: object) -> tuple[FieldError, ...]:
     """The violations the CRD schema itself rejects (after the API server's defaulting).
 
-    Unlike `parse_runtime`, nothing is cut first: this is the schema alone,
-    as the API server applies it, which the differential tests compare it with.
+    The schema alone, as the API server applies it, which the differential
+    tests compare it with: each collection is counted against its bound
+    (`maxItems`, `maxProperties`) but read as a stored runtime's is.
     """
     if not isinstance(obj, Mapping):
         return (_NOT_AN_OBJECT,)
-    return tuple(_spec_model(_defaulted(obj.get("spec")))[1])
+    errors: list[FieldError] = []
+    spec = _bounded(obj.get("spec"), TrussiumRuntimeSpec, None, (), errors, stored=True)
+    counted = {e.path for e in errors}
+    schema = _spec_model(_defaulted(spec))[1]
+    return tuple(errors + [e for e in schema if e.path not in counted])
 
 
-def _bounded(value: Any, loc: tuple[int | str, ...], errors: list[FieldError]) -> Any:
-    """A copy of `value`, each map and list cut to MAX_COLLECTION_ENTRIES, one error per cut."""
-    if not isinstance(value, dict | list):
-        return value
-    if len(value) > MAX_COLLECTION_ENTRIES:
+def _bounded(
+    value: Any,
+    tp: Any,
+    bound: int | None,
+    loc: tuple[int | str, ...],
+    errors: list[FieldError],
+    stored: bool,
+) -> Any:
+    """A copy of `value` with each map and list cut to its bound, one error per breach.
+
+    A collection's bound is its model's `MaxEntries`, else MAX_COLLECTION_ENTRIES.
+    For admission a collection is cut to its bound, so no rule reads further and a
+    review costs what the bounds allow; a `stored` runtime's is read up to
+    MAX_COLLECTION_ENTRIES, as the operator renders it whole (`common.ratcheting`).
+    """
+    if not isinstance(value, dict | list) or len(loc) >= MAX_DEPTH:
+        return value  # deeper: left whole for json_problem to report
+    limit = bound or MAX_COLLECTION_ENTRIES
+    if len(value) > limit:
+        what = "items" if isinstance(value, list) else "entries"
+        rule = (
+            TolerableRule.TOO_MANY_ENTRIES
+            if bound is not None and len(value) <= MAX_COLLECTION_ENTRIES
+            else ""
+        )
         errors.append(
             FieldError(
                 _field_path(loc),
-                f"must have at most {MAX_COLLECTION_ENTRIES} entries, has {len(value)} "
-                f"(only the first {MAX_COLLECTION_ENTRIES} were checked)",
+                f"must have at most {limit} {what}, has {len(value)}",
                 "FieldValueTooMany",
+                rule,
             )
         )
-    if isinstance(value, dict):
-        entries = islice(value.items(), MAX_COLLECTION_ENTRIES)
-        return {key: _bounded(item, (*loc, key), errors) for key, item in entries}
-    entries = islice(enumerate(value), MAX_COLLECTION_ENTRIES)
-    return [_bounded(item, (*loc, i), errors) for i, item in entries]
+    kept = MAX_COLLECTION_ENTRIES if stored else limit
+    kind, inner = _step(tp) if tp is not None else ("scalar", {})
+    fields: dict[str, tuple[Any, int | None]] = inner if kind == "model" else {}
+    if isinstance(value, list):
+        item = inner if kind == "list" else None
+        entries = islice(enumerate(value), kept)
+        return [_bounded(v, item, None, (*loc, i), errors, stored) for i, v in entries]
+    out = {}
+    for key, v in islice(value.items(), kept):
+        if kind == "model":
+            child, child_bound = fields.get(key, (None, None))
+        else:
+            child, child_bound = (inner if kind == "dict" else None), None
+        out[key] = _bounded(v, child, child_bound, (*loc, key), errors, stored)
+    return out
+
+
+def over_bounds(obj: object) -> bool:
+    """Whether a runtime's spec has a collection over its bound, which admission refuses
+    (on an UPDATE, unless the old object had it too); costs what the bounds allow."""
+    errors: list[FieldError] = []
+    spec = obj.get("spec") if isinstance(obj, Mapping) else None
+    _bounded(spec, TrussiumRuntimeSpec, None, (), errors, stored=False)
+    return bool(errors)
 
 
 def _runtime(
@@ -269,21 +328,26 @@ def _runtime(
     return runtime, ""
 
 
-def parse_runtime(obj: object) -> ParsedRuntime:
+def parse_runtime(obj: object, *, stored: bool = False) -> ParsedRuntime:
     """The one parse of a TrussiumRuntime (a decoded JSON value); never raises on JSON input.
 
-    `errors` holds the collections cut to MAX_COLLECTION_ENTRIES and the
-    schema rules the defaulted spec breaks, one per path. The spec is copied
-    before it is defaulted, so the result shares nothing mutable with `obj`'s
-    spec; metadata and status are `obj`'s own.
+    `errors` holds the collections over their bound and the schema rules the
+    defaulted spec breaks, one per path. For admission (and offline) each
+    collection is cut to its bound first; `stored` reads a runtime already in
+    the cluster as the controller does, each collection up to
+    MAX_COLLECTION_ENTRIES (`_bounded`). The spec is copied before it is
+    defaulted, so the result shares nothing mutable with `obj`'s spec;
+    metadata and status are `obj`'s own.
     """
     if not isinstance(obj, Mapping):
         return ParsedRuntime((_NOT_AN_OBJECT,))
-    problem = json_problem(obj)
+    errors: list[FieldError] = []
+    bounded = _bounded(obj.get("spec"), TrussiumRuntimeSpec, None, (), errors, stored)
+    # What is read is checked: the spec as cut (nothing reads past a bound), the rest whole.
+    problem = json_problem({**obj, "spec": bounded} if "spec" in obj else obj)
     if problem is not None:
         return ParsedRuntime((FieldError(problem.path, problem.message),))
-    errors: list[FieldError] = []
-    spec = _defaulted(_bounded(obj.get("spec"), (), errors))
+    spec = _defaulted(bounded)
     model, schema = _spec_model(spec)
     cut = {e.path for e in errors}
     errors += [e for e in schema if e.path not in cut]

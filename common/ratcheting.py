@@ -36,6 +36,7 @@ class TolerableRule(StrEnum):
     BASE_URL_CREDENTIALS = "BaseURLCredentials"
     AUTOSCALING_WITHOUT_CPU_REQUEST = "AutoscalingWithoutCPURequest"
     IMAGE_REFERENCE = "ImageReference"
+    TOO_MANY_ENTRIES = "TooManyEntries"
 
 
 # What the operator does for a stored runtime that breaks the rule: what the Go operator did.
@@ -55,6 +56,9 @@ CONSEQUENCES: dict[TolerableRule, str] = {
     "the Go operator created it, but it cannot measure CPU utilization, so it does not scale",
     TolerableRule.IMAGE_REFERENCE: "the image is set on the Deployment as the Go operator set "
     "it; the kubelet cannot pull it",
+    TolerableRule.TOO_MANY_ENTRIES: "every entry is copied to the runtime's objects as the Go "
+    "operator copied it; an update must leave the collection as it is or bring it within its "
+    "bound",
 }
 _TOLERATED = frozenset(TolerableRule)
 

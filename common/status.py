@@ -1,7 +1,8 @@
 """A TrussiumRuntime's status from what one reconcile observed (docs/contract.md 3, 6, 7).
 
 Zero and empty fields are left out of the written status, as the Go
-operator's `omitempty` fields are, so both operators write the same shape.
+operator's `omitempty` fields are, so both operators write the same shape;
+`desiredReplicas`, which the Go operator does not have, is written at 0 too.
 """
 
 from collections.abc import Callable, Mapping, Sequence
@@ -47,6 +48,8 @@ class Outcome:
     missing_secrets: tuple[str, ...] = ()
     reference_check_error: str | None = None
     reconcile_error: str | None = None
+    # Referenced Secrets nobody checked: an install without Secret rights (ADR 0028).
+    unchecked_secrets: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -114,6 +117,20 @@ def _missing_secrets_message(namespace: str, names: tuple[str, ...]) -> str:
     return f"Secrets {quoted} were not found in namespace {namespace}."
 
 
+def _resolved(outcome: Outcome) -> ConditionState:
+    """ConfigurationValid when nothing refutes the references; the contract's reason
+    stays, the message says when the Secrets were not checked (ADR 0028)."""
+    if not outcome.unchecked_secrets:
+        return _RESOLVED
+    quoted = ", ".join(f'"{name}"' for name in outcome.unchecked_secrets)
+    return ConditionState(
+        "True",
+        Reason.REFERENCES_RESOLVED,
+        "Referenced Secrets are not checked (this installation has no Secret access): "
+        f"{quoted}. A missing one shows when the kubelet starts a Pod.",
+    )
+
+
 def _configuration(runtime: TrussiumRuntime, outcome: Outcome, o: _Observed) -> Conditions | None:
     """The first three rows of the table: the reconcile could not run to its end."""
     namespace = runtime.metadata.namespace
@@ -139,7 +156,7 @@ def _configuration(runtime: TrussiumRuntime, outcome: Outcome, o: _Observed) -> 
     if outcome.reconcile_error is not None:
         message = f"Reconciliation failed: {outcome.reconcile_error}"
         return {
-            ConditionType.CONFIGURATION_VALID: _RESOLVED,
+            ConditionType.CONFIGURATION_VALID: _resolved(outcome),
             **_failed(Reason.RECONCILIATION_FAILED, message, availability(o.desired, o.available)),
         }
     return None
@@ -241,7 +258,7 @@ def compute_status(
         previous, desired_image=desired_image, current_image=image, rollout=o.rollout
     )
     states = _configuration(runtime, outcome, o) or {
-        ConditionType.CONFIGURATION_VALID: _RESOLVED,
+        ConditionType.CONFIGURATION_VALID: _resolved(outcome),
         **_workload(o),
     }
     states[ConditionType.UPGRADING] = upgrade.condition
@@ -256,6 +273,7 @@ def compute_status(
         now=now,
         readyReplicas=o.ready,
         availableReplicas=o.available,
+        desiredReplicas=o.desired,
         desiredImage=desired_image,
         currentImage=image,
         lastSuccessfulImage=upgrade.last_successful_image,
@@ -271,10 +289,13 @@ def _status(
     now: str,
     **fields: int | str,
 ) -> dict[str, Any]:
-    """The status to write: `fields` without zero or empty values, then the conditions."""
+    """The status to write: `fields` without zero or empty values (a desiredReplicas of 0
+    is kept: absent, it means a status that does not report it), then the conditions."""
     old_conditions = conditions_of(previous)
     status: dict[str, Any] = {"observedGeneration": generation} if generation else {}
-    status.update({key: value for key, value in fields.items() if value})
+    status.update(
+        {key: value for key, value in fields.items() if value or key == "desiredReplicas"}
+    )
     status["conditions"] = [
         build_condition(
             type_,
@@ -361,6 +382,7 @@ def invalid_spec_status(
         now=now,
         readyReplicas=status_count(deployment, "readyReplicas"),
         availableReplicas=available,
+        desiredReplicas=desired,
         desiredImage=str(previous_fields.get("desiredImage") or ""),
         currentImage=current_image(deployment),
         lastSuccessfulImage=str(previous_fields.get("lastSuccessfulImage") or ""),

@@ -295,12 +295,13 @@ def _warnings(model: TrussiumRuntimeSpec) -> Iterator[FieldError]:
         )
 
 
-def validate_runtime(obj: object, old: object = None) -> ValidationResult:
+def validate_runtime(obj: object, old: object = None, *, stored: bool = False) -> ValidationResult:
     """All violations of `obj` at once, plus warnings; never raises on JSON input.
 
-    `obj` is parsed once; with `old` (UPDATE) the result is `ratchet`ed.
+    `obj` is parsed once (`stored`: as a runtime already in the cluster, see
+    `parse_runtime`); with `old` (UPDATE) the result is `ratchet`ed.
     """
-    parsed = parse_runtime(obj)
+    parsed = parse_runtime(obj, stored=stored)
     if parsed.spec is None:
         return ValidationResult(parsed.errors, parsed=parsed)
     model = parsed.model

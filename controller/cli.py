@@ -40,10 +40,9 @@ from trussium_operator.cmdline.options import (
 from trussium_operator.cmdline.stopping import stop_on_signals
 from trussium_operator.common import constants as c
 from trussium_operator.common.managed_fields import GO_OPERATOR_MANAGER
-from trussium_operator.controller.exclusion import GO_OPERATOR_LEASE
+from trussium_operator.controller.exclusion import GO_OPERATOR_LEASE_NAME, LeaseSearch
 from trussium_operator.controller.machinery.kube import Kube
 from trussium_operator.controller.machinery.leader import Timing
-from trussium_operator.controller.machinery.names import NamespacedName
 from trussium_operator.controller.machinery.tokenbucket import TokenBucket
 from trussium_operator.controller.manager import Manager, Options
 from trussium_operator.controller.render_cmd import add_render_arguments, run_render
@@ -118,13 +117,13 @@ def _run_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> N
         ),
         (
             "--go-operator-lease-name",
-            {"default": GO_OPERATOR_LEASE.name, "help": "the Go operator's leader Lease"},
+            {"default": GO_OPERATOR_LEASE_NAME, "help": "the Go operator's leader Lease"},
         ),
         (
             "--go-operator-lease-namespace",
             {
-                "default": GO_OPERATOR_LEASE.namespace,
-                "help": "where the Go operator runs (its Helm release namespace, if so installed)",
+                "default": "",
+                "help": "look for that Lease only in this namespace (empty: in every namespace)",
             },
         ),
     ]
@@ -164,6 +163,13 @@ def _run_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> N
         action=argparse.BooleanOptionalAction,
         default=env_bool("--go-operator-exclusion", True),
         help="do not reconcile while the Go operator's leader Lease is held (default: on)",
+    )
+    run.add_argument(
+        "--check-secret-references",
+        action=argparse.BooleanOptionalAction,
+        default=env_bool("--check-secret-references", True),
+        help="check that referenced Secrets exist (list and watch Secret metadata); "
+        "off for an install without Secret rights (default: on)",
     )
     list_environment(run)
 
@@ -210,10 +216,11 @@ def options_from(args: argparse.Namespace) -> Options:
             name.strip() for name in str(args.legacy_field_managers).split(",") if name.strip()
         ),
         exclusion_lease=(
-            NamespacedName(args.go_operator_lease_namespace, args.go_operator_lease_name)
+            LeaseSearch(args.go_operator_lease_name, args.go_operator_lease_namespace)
             if args.go_operator_exclusion
             else None
         ),
+        check_secret_references=bool(args.check_secret_references),
         webhook_certificates=webhook_certificates_from(args),
     )
 
@@ -262,6 +269,7 @@ async def run(args: argparse.Namespace) -> int:
                 "leaderElect": options.leader_elect,
                 "legacyFieldManagers": sorted(options.legacy_field_managers),
                 "goOperatorLease": str(options.exclusion_lease or ""),
+                "checkSecretReferences": options.check_secret_references,
             }
         },
     )

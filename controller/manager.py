@@ -21,7 +21,7 @@ from trussium_operator.cmdline.stopping import until_stopped as _until
 from trussium_operator.common import constants as c
 from trussium_operator.common.conditions import conditions_of, find_condition
 from trussium_operator.controller.errors import Failure, classify
-from trussium_operator.controller.exclusion import GO_OPERATOR_LEASE, ForeignLeaseGate
+from trussium_operator.controller.exclusion import ForeignLeaseGate, LeaseSearch
 from trussium_operator.controller.kinds import MANAGED_KINDS, ManagedKind
 from trussium_operator.controller.machinery import metrics
 from trussium_operator.controller.machinery.cache import Change
@@ -62,8 +62,10 @@ class Options:
     identity: str = "trussium-operator"
     # Field managers whose Update entries are moved to ours (ADR 0008).
     legacy_field_managers: frozenset[str] = LEGACY_FIELD_MANAGERS
-    # Reconcile only while this Lease (the Go operator's) is not held; None: never wait.
-    exclusion_lease: NamespacedName | None = GO_OPERATOR_LEASE
+    # Reconcile only while no Lease so found (the Go operator's) is held; None: never wait.
+    exclusion_lease: LeaseSearch | None = field(default_factory=LeaseSearch)
+    # False: no Secret is ever listed or watched (an install without Secret rights, ADR 0028).
+    check_secret_references: bool = True
     # Keep the webhook's self-managed certificates (docs/adr/0029); None: someone else does.
     webhook_certificates: WebhookCertificates | None = None
 
@@ -76,7 +78,7 @@ class Manager:
         self.options = options
         self.queue = WorkQueue[NamespacedName](QUEUE)
         metrics.init_controller(CONTROLLER, QUEUE, options.workers, lambda: self.queue.in_flight)
-        self.secrets = SecretPresence()
+        self.secrets = SecretPresence(checked=options.check_secret_references)
         self.watches = watch_table(self.secrets, kinds)
         self.caches = Caches.for_watches(self.watches)
         self.informers = [self._informer(watch) for watch in self.watches]
@@ -147,10 +149,16 @@ class Manager:
         return enqueue
 
     def ready(self) -> bool:
-        """Every informer listed and watching (a broken one turns /readyz red until it is
-        up to date again), and not waiting for the Go operator's Lease to expire."""
-        fresh = all(cache.fresh for cache in self.caches)
-        return fresh and (self.gate is None or self.gate.is_open())
+        return not self.not_ready()
+
+    def not_ready(self) -> str:
+        """Why /readyz fails, empty when ready: an informer not listed and watching (a
+        broken one turns it red until it is up to date again), or the Go operator's Lease
+        held or unreadable."""
+        reasons = [] if all(cache.fresh for cache in self.caches) else ["caches not synced"]
+        if self.gate and (gate := self.gate.not_ready()):
+            reasons.append(gate)
+        return "; ".join(reasons)
 
     def _ready_statuses(self) -> Iterator[str]:
         for runtime in self.caches.runtimes.store.values():
@@ -164,14 +172,18 @@ class Manager:
             self.caches.runtimes.store.values, lambda: self.elector is None or self.elector.leading
         )
         runners = [
-            await serve(probes_app(self.ready, "caches not synced"), self.options.health_address),
+            await serve(
+                probes_app(self.ready, self.not_ready),
+                self.options.health_address,
+            ),
             await serve(metrics_app(), self.options.metrics_address),
         ]
         informer_tasks = [
             asyncio.create_task(self._run_informer(watch, informer))
             for watch, informer in zip(self.watches, self.informers, strict=True)
         ]
-        informer_tasks.append(asyncio.create_task(self._look_up_secrets()))
+        if self.secrets.checked:
+            informer_tasks.append(asyncio.create_task(self._look_up_secrets()))
         if self.gate:
             informer_tasks.append(asyncio.create_task(self.gate.run()))
         if self.certificates:

@@ -12,9 +12,14 @@ QUEUE = "trussiumruntime"
 
 FOREIGN_LEASE_HELD = Gauge(
     "trussium_foreign_lease_held",
-    "1 while reconciling waits for another operator's leader Lease (the Go operator's) "
-    "to expire or be released, else 0.",
+    "1 while reconciling waits for this leader Lease of another operator (the Go "
+    "operator's) to expire or be released, 0 once it has; one series per Lease found.",
     ["lease"],
+)
+FOREIGN_LEASE_UNREADABLE = Gauge(
+    "trussium_foreign_lease_unreadable",
+    "1 while the last attempt to list the Go operator's leader Lease failed (reconciling "
+    "stays as it was: stopped at start), else 0.",
 )
 
 

@@ -8,6 +8,7 @@ level-triggered and idempotent.
 
 import logging
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -93,18 +94,22 @@ class Reconciler:
             if outcome.reference_check_error:
                 raise ReconcileError(outcome.reference_check_error)
             return
-        obj = await self._announce_upgrade(obj, runtime, warnings)
+        obj = await self._announce_upgrade(obj, runtime, outcome, warnings)
         try:
             deployment, service = await self._converge(runtime)
         except Exception as error:
             if classify(error) is Failure.REPORTED:
-                failure = Outcome(reconcile_error=failure_message(error))
+                failure = replace(outcome, reconcile_error=failure_message(error))
                 await self._report(obj, runtime, failure, *self._observed(key), warnings)
             raise
-        await self._report(obj, runtime, Outcome(), deployment, service, warnings)
+        await self._report(obj, runtime, outcome, deployment, service, warnings)
 
     async def _announce_upgrade(
-        self, obj: Obj, runtime: TrussiumRuntime, warnings: tuple[FieldError, ...]
+        self,
+        obj: Obj,
+        runtime: TrussiumRuntime,
+        outcome: Outcome,
+        warnings: tuple[FieldError, ...],
     ) -> Obj:
         """Report an upgrade (status and RuntimeUpgradeStarted) before the new image is
         applied. Reported only after the apply, a controller killed in between could
@@ -119,7 +124,7 @@ class Reconciler:
         last = status.get("lastSuccessfulImage")
         if deployment is None or not last or desired in (last, status.get("desiredImage")):
             return obj
-        await self._report(obj, runtime, Outcome(), deployment, service, warnings)
+        await self._report(obj, runtime, outcome, deployment, service, warnings)
         return self.caches.runtimes.store.get(key) or obj
 
     def _observed(self, key: NamespacedName) -> tuple[Obj | None, Obj | None]:

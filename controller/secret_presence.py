@@ -29,7 +29,11 @@ from trussium_operator.controller.referenced_secrets import Presence, Referenced
 
 
 class SecretPresence:
-    def __init__(self) -> None:
+    """`checked=False`: an install without Secret rights (ADR 0028); nothing is listed,
+    watched or looked up, and every reference is reported as not checked."""
+
+    def __init__(self, *, checked: bool = True) -> None:
+        self.checked = checked
         self.references = SecretReferences()
         self._store = ReferencedSecrets(self.references)
         self.cache = Cache(self._store)
@@ -45,6 +49,8 @@ class SecretPresence:
         reconcile waits (the lookup's answer enqueues the runtime)."""
         if not names:
             return Outcome()
+        if not self.checked:
+            return Outcome(unchecked_secrets=tuple(names))
         if not self.cache.synced.is_set() or self.cache.last_error:
             reason = self.cache.last_error or "the Secret cache is not synced yet"
             return Outcome(reference_check_error=f"cannot list Secrets: {reason}")

@@ -39,10 +39,10 @@ class ValidGenerations:
         seen = (uid, generation) if isinstance(uid, str) and isinstance(generation, int) else None
         known = self._valid.get(key)
         if seen is not None and known is not None and known[0] == seen:
-            runtime = parse_runtime(obj).runtime
+            runtime = parse_runtime(obj, stored=True).runtime
             if runtime is not None:
                 return runtime, (), known[1]
-        verdict = validate_runtime(obj)
+        verdict = validate_runtime(obj, stored=True)
         runtime = verdict.runtime
         freezing, warnings = split_stored(verdict.errors)
         if freezing or runtime is None:

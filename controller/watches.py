@@ -58,7 +58,8 @@ def watch_table(
     secrets: SecretPresence, kinds: tuple[ManagedKind, ...] = MANAGED_KINDS
 ) -> tuple[Watch, ...]:
     """Every watch: the runtimes cache keeps the Secret references up to date, which
-    the Secret mapper reads and the Secret cache keeps to."""
+    the Secret mapper reads and the Secret cache keeps to (no Secret watch when
+    references are not checked)."""
     references = secrets.references
     return (
         Watch(RUNTIMES_ROLE, RUNTIMES, runtime_change, transform=runtime_form, index=references),
@@ -73,13 +74,19 @@ def watch_table(
             )
             for kind in kinds
         ),
-        Watch(
-            SECRETS_ROLE,
-            SECRETS,
-            references.runtimes_referencing,
-            metadata_only=True,
-            cache=secrets.cache,
-            after=RUNTIMES_ROLE,
+        *(
+            [
+                Watch(
+                    SECRETS_ROLE,
+                    SECRETS,
+                    references.runtimes_referencing,
+                    metadata_only=True,
+                    cache=secrets.cache,
+                    after=RUNTIMES_ROLE,
+                )
+            ]
+            if secrets.checked
+            else []
         ),
     )
 

@@ -64,6 +64,8 @@ def _constraints(node: dict[str, Any]) -> str:
         parts.append(f"length {node.get('minLength', 0)}..{node.get('maxLength', '')}")
     if "maxItems" in node:
         parts.append(f"at most {node['maxItems']} items")
+    if "maxProperties" in node:
+        parts.append(f"at most {node['maxProperties']} entries")
     if "pattern" in node:
         parts.append(f"pattern `{node['pattern']}`")
     if "x-kubernetes-list-type" in node:

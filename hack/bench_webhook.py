@@ -61,9 +61,13 @@ def review_body() -> bytes:
 
 
 def start_server(
-    cert_dir: Path, port: int, health_port: int, log: Path, *flags: str
+    cert_dir: Path, port: int, health_port: int, log: Path, *flags: str, source: Path | None = None
 ) -> subprocess.Popen[bytes]:
+    """The webhook pinned to the first core; `source`: run another checkout's code."""
     cores = sorted(os.sched_getaffinity(0))
+    env = os.environ | {"KUBECONFIG": os.devnull}
+    if source is not None:
+        env["PYTHONPATH"] = str(source)
     with log.open("wb") as log_file:
         return subprocess.Popen(
             [
@@ -82,10 +86,10 @@ def start_server(
                 "--log-level=warning",
                 *flags,
             ],
-            cwd=REPO,
+            cwd=source or REPO,
             stdout=log_file,
             stderr=subprocess.STDOUT,
-            env=os.environ | {"KUBECONFIG": os.devnull},
+            env=env,
         )
 
 

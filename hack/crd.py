@@ -28,8 +28,8 @@ CATEGORIES = ["trussium"]
 
 # The contract's columns (Ready, Desired, Provider, Model, Version, Age) keep their
 # paths and places (the Go operator's order); the others read the status, so they
-# stay true for an autoscaled runtime (the Ready message counts replicas against the
-# autoscaler's target) and a digest-pinned one (Version, spec.image.tag, is blank
+# stay true for an autoscaled runtime (Target is the autoscaler's count where Desired
+# shows spec.replicas) and a digest-pinned one (Version, spec.image.tag, is blank
 # then). ADR 0022.
 _READY = '.status.conditions[?(@.type=="Ready")]'
 PRINTER_COLUMNS: list[dict[str, Any]] = [
@@ -38,6 +38,13 @@ PRINTER_COLUMNS: list[dict[str, Any]] = [
     {"name": "Provider", "type": "string", "jsonPath": ".spec.provider.type"},
     {"name": "Model", "type": "string", "jsonPath": ".spec.provider.model"},
     {"name": "Version", "type": "string", "jsonPath": ".spec.image.tag"},
+    {
+        "name": "Target",
+        "type": "integer",
+        "jsonPath": ".status.desiredReplicas",
+        "description": "The replica count the runtime is held to: the autoscaler's when "
+        "autoscaling (Desired then shows spec.replicas), else spec.replicas.",
+    },
     {
         "name": "Status",
         "type": "string",

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Build what a release publishes, from this checkout, into DIST (default dist/):
-# the wheel, the sdist, the packaged Helm chart, the CycloneDX SBOM of the wheel
-# and its locked dependencies (requirements.lock), and SHA256SUMS over all four.
+# the wheel, the sdist, the packaged Helm chart, the one-file install bundle
+# (install.yaml, rendered from the chart), the CycloneDX SBOM of the wheel and its
+# locked dependencies (requirements.lock), and SHA256SUMS over all five.
 # Publishing them (PyPI, the chart repository, the image registry) is a
 # separate, manual step: see docs/install.md, "Release steps".
 set -euo pipefail
@@ -17,13 +18,14 @@ chart="$root/charts/trussium-operator"
 grep -qx "version: $version" "$chart/Chart.yaml" || { echo "Chart.yaml version is not $version (VERSION)" >&2; exit 1; }
 grep -qx "appVersion: \"$version\"" "$chart/Chart.yaml" || { echo "Chart.yaml appVersion is not $version (VERSION)" >&2; exit 1; }
 
-rm -f "$dist"/trussium_operator-* "$dist"/trussium-operator-python-*.tgz "$dist/SHA256SUMS"
+rm -f "$dist"/trussium_operator-* "$dist"/trussium-operator-python-*.tgz "$dist/install.yaml" "$dist/SHA256SUMS"
 sbom="trussium_operator-$version.cdx.json"
 # No isolation: the build backend comes from the project's own environment, so
 # this needs no index beyond what `make venv` already installed.
 "$python" -m build --no-isolation --sdist --wheel --outdir "$dist" "$root" >&2
 "$helm" lint --strict "$chart" >&2
 "$helm" package "$chart" --destination "$dist" >&2
+(cd "$root" && "$python" -m hack.bundle --helm "$helm" --output "$dist/install.yaml" >&2)
 # Every component pinned by version and hash: read from the lock, no index queried.
 "$(dirname "$python")/cyclonedx-py" requirements --pyproject "$root/pyproject.toml" \
   --output-reproducible --of JSON -o "$dist/$sbom" "$root/requirements.lock" 2>/dev/null
@@ -38,5 +40,5 @@ path.write_text(json.dumps(bom, indent=2) + "\n")
 PY
 cd "$dist"
 sha256sum trussium_operator-"$version"-*.whl trussium_operator-"$version".tar.gz \
-  trussium-operator-python-"$version".tgz "$sbom" > SHA256SUMS
+  trussium-operator-python-"$version".tgz install.yaml "$sbom" > SHA256SUMS
 cat SHA256SUMS

@@ -31,6 +31,7 @@ from trussium_operator.common.constants import (
 from trussium_operator.common.defaulting import apply_defaults
 from trussium_operator.common.guard import review_managed_deployment_update
 from trussium_operator.common.json_limits import cut
+from trussium_operator.common.parsing import over_bounds
 from trussium_operator.common.validation import (
     ValidationResult,
     ratchet,
@@ -89,7 +90,12 @@ class Hooks:
     @_about_a_runtime
     async def mutate_runtime(self, request: AdmissionRequest, obj: dict[str, Any]) -> Answer:
         # The API server applied the installed CRD's defaults on decode; the patch adds
-        # what an older installed CRD lacks (Helm never upgrades a chart's CRDs).
+        # what an older installed CRD lacks (Helm never upgrades a chart's CRDs). A runtime
+        # over the bounds is left alone: the schema (which the API server applies after
+        # this hook) or the validating hook judges it, and defaulting all of it would
+        # cost what the bounds are there to prevent (ADR 0027).
+        if over_bounds(obj):
+            return admission.allowed(request.uid)
         return admission.allowed(request.uid, patch=apply_defaults(obj).patch)
 
     @_about_a_runtime

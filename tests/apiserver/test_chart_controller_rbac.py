@@ -12,8 +12,9 @@ from trussium_operator.controller.kinds import MANAGED_KINDS
 
 pytestmark = pytest.mark.api
 
-# "Full management" (contract section 9), for every managed kind alike.
-MANAGED_VERBS = {"get", "list", "watch", "create", "update", "patch", "delete"}
+# What the controller uses of "full management" (contract section 9, ADR 0028), for
+# every managed kind alike: never update (PUT).
+MANAGED_VERBS = {"get", "list", "watch", "create", "patch", "delete"}
 # What the controller may touch besides the managed kinds (contract section 9).
 OTHER_RESOURCES = {
     ("runtime.trussium.io", "trussiumruntimes"),

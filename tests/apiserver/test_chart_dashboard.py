@@ -9,8 +9,8 @@ import pytest
 import yaml
 
 from devcluster import ControlPlane
+from hack.dashboard import DASHBOARD
 from tests.support.chart import find, fullname, release_name, render
-from tests.support.dashboard import DASHBOARD
 
 pytestmark = pytest.mark.api
 

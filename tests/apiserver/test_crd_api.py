@@ -115,6 +115,7 @@ def test_kubectl_get_shows_the_printer_columns(kubectl: Kubectl, namespace: str)
     status = {
         "status": {
             "readyReplicas": 1,
+            "desiredReplicas": 2,
             "currentImage": "ghcr.io/trussium/runtime:1.4.2",
             "conditions": [
                 {
@@ -136,18 +137,20 @@ def test_kubectl_get_shows_the_printer_columns(kubectl: Kubectl, namespace: str)
         "PROVIDER",
         "MODEL",
         "VERSION",
+        "TARGET",
         "STATUS",
         "REASON",
         "IMAGE",
         "AGE",
     ]
-    assert row.split()[:9] == [
+    assert row.split()[:10] == [
         "rt",
         "1",
         "2",
         "ollama",
         "llama3",
         "1.4.2",
+        "2",
         "False",
         "RuntimeNotReady",
         "ghcr.io/trussium/runtime:1.4.2",
@@ -164,7 +167,8 @@ def test_an_autoscaled_digest_pinned_runtime_shows_its_replicas_and_image_from_s
     kubectl: Kubectl, namespace: str
 ) -> None:
     """spec.replicas and spec.image.tag say nothing here: the autoscaler runs 5 of 8,
-    and the image has a digest, not a tag. The status columns show both."""
+    and the image has a digest, not a tag. The status columns show both: Target 8 where
+    Desired (spec.replicas) shows 1."""
     digest = "ghcr.io/trussium/runtime@sha256:" + "a" * 64
     body = runtime("scaled", replicas=1)
     body["spec"]["image"] = {
@@ -177,6 +181,7 @@ def test_an_autoscaled_digest_pinned_runtime_shows_its_replicas_and_image_from_s
     status = {
         "status": {
             "readyReplicas": 5,
+            "desiredReplicas": 8,
             "desiredImage": digest,
             "currentImage": digest,
             "conditions": [
@@ -195,7 +200,9 @@ def test_an_autoscaled_digest_pinned_runtime_shows_its_replicas_and_image_from_s
     header, row = wide.splitlines()
     assert "5 of 8 replicas are ready." in row
     assert row.split().count(digest) == 2  # IMAGE and DESIRED IMAGE
-    assert row[header.index("VERSION") : header.index("STATUS")].strip() == ""  # no tag
+    column = {name: row[header.index(name) :].split()[0] for name in ("DESIRED", "TARGET")}
+    assert column == {"DESIRED": "1", "TARGET": "8"}
+    assert row[header.index("VERSION") : header.index("TARGET")].strip() == ""  # no tag
 
 
 @pytest.mark.usefixtures("installed")

@@ -17,8 +17,8 @@ import pytest
 from devcluster import ControlPlane
 from devcluster.controller_harness import wait_for
 from devcluster.layout import HOST
+from devcluster.prometheus import BINARY, MISSING, Prometheus
 from tests.support.chart import find, fullname, release_name, render
-from tests.support.prometheus import BINARY, MISSING, Prometheus
 
 pytestmark = [pytest.mark.api, pytest.mark.skipif(BINARY is None, reason=MISSING)]
 QUEUE = 'controller="trussiumruntime",name="trussiumruntime"'

@@ -41,11 +41,11 @@ def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
 SBOM = f"trussium_operator-{VERSION}.cdx.json"
 
 
-def test_dist_holds_the_four_artifacts_and_their_checksums(dist: Path) -> None:
+def test_dist_holds_the_five_artifacts_and_their_checksums(dist: Path) -> None:
     wheel = f"trussium_operator-{VERSION}-py3-none-any.whl"
     sdist = f"trussium_operator-{VERSION}.tar.gz"
     chart = f"trussium-operator-python-{VERSION}.tgz"
-    artifacts = [wheel, sdist, chart, SBOM]
+    artifacts = [wheel, sdist, chart, "install.yaml", SBOM]
     assert sorted(p.name for p in dist.iterdir()) == sorted([*artifacts, "SHA256SUMS"])
     sums: dict[str, str] = {}
     for line in (dist / "SHA256SUMS").read_text().splitlines():
@@ -88,6 +88,23 @@ def test_every_artifact_carries_the_version_and_the_licence(dist: Path) -> None:
         assert "trussium-operator-python/files/crds/trussiumruntimes.runtime.trussium.io.yaml" in (
             chart.getnames()
         )
+
+
+def test_the_install_bundle_is_the_chart_of_this_version(dist: Path) -> None:
+    objects = [doc for doc in yaml.safe_load_all((dist / "install.yaml").read_text()) if doc]
+    assert objects[0]["kind"] == "Namespace"
+    assert objects[0]["metadata"]["name"] == "trussium-operator-system"
+    assert {o["kind"] for o in objects} >= {"CustomResourceDefinition", "Deployment"}
+    images = {
+        c["image"]
+        for o in objects
+        if o["kind"] == "Deployment"
+        for c in o["spec"]["template"]["spec"]["containers"]
+    }
+    assert images == {f"ghcr.io/trussiumhq/trussium-operator-python:{VERSION}"}
+    assert {o["metadata"]["labels"]["helm.sh/chart"] for o in objects[1:]} == {
+        f"trussium-operator-python-{VERSION}"
+    }
 
 
 def test_the_sbom_lists_every_locked_dependency_with_its_hashes(dist: Path) -> None:

@@ -27,7 +27,7 @@ def refusals(plane: ControlPlane, namespace: str, obj: dict[str, Any]) -> list[s
     """The API server's refusals of each object rendered for `obj` (server-side dry run)."""
     stored = copy.deepcopy(obj)
     stored["metadata"] |= {"namespace": namespace, "uid": "0b1c2d3e-0000-4000-8000-000000000000"}
-    runtime = validate_runtime(stored).runtime
+    runtime = validate_runtime(stored, stored=True).runtime
     assert runtime is not None, "rendered from the stored spec"
     found = []
     for manifest in render_managed_objects(runtime):
@@ -55,7 +55,7 @@ def claims_kept(plane: ControlPlane, namespace: str, obj: dict[str, Any]) -> boo
     """Whether the API server keeps the claims of the rendered Deployment (dry run)."""
     stored = copy.deepcopy(obj)
     stored["metadata"] |= {"namespace": namespace, "uid": "0b1c2d3e-0000-4000-8000-000000000000"}
-    runtime = validate_runtime(stored).runtime
+    runtime = validate_runtime(stored, stored=True).runtime
     assert runtime is not None, "rendered from the stored spec"
     (deployment,) = (o for o in render_managed_objects(runtime) if o["kind"] == "Deployment")
     created = plane.kubectl(
@@ -83,7 +83,7 @@ def test_tolerated_security_annotations_are_what_kubernetes_says_they_are(
     obj = copy.deepcopy(TOLERATED[TolerableRule.SECURITY_PROFILE_ANNOTATION])
     obj["spec"]["podMetadata"]["annotations"][f"{SECCOMP_CONTAINER}trussium"] = "unconfined"
     obj["metadata"] |= {"namespace": namespace, "uid": "0b1c2d3e-0000-4000-8000-000000000000"}
-    runtime = validate_runtime(obj).runtime
+    runtime = validate_runtime(obj, stored=True).runtime
     assert runtime is not None
     objects = {o["kind"]: o for o in render_managed_objects(runtime)}
     deployment = objects["Deployment"]

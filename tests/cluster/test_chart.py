@@ -20,24 +20,26 @@ from tests.support.chart import (
     kinds,
     release_name,
     render,
+    render_error,
 )
 from trussium_operator.controller.cli import parser as controller_parser
 from trussium_operator.webhook.cli import build_parser as webhook_parser
 
 pytestmark = pytest.mark.cluster
 
-FULL_MANAGEMENT = ["get", "list", "watch", "create", "update", "patch", "delete"]
-# docs/contract.md section 9, plus the finalizers subresource (ADR 0003).
+# What the controller uses of docs/contract.md section 9 (ADR 0028), plus the
+# finalizers subresource (ADR 0003): tests/cluster/test_rbac_audit.py proves each used.
+FULL_MANAGEMENT = ["get", "list", "watch", "create", "patch", "delete"]
 CONTROLLER_RULES = [
     {
         "apiGroups": ["runtime.trussium.io"],
         "resources": ["trussiumruntimes"],
-        "verbs": ["get", "list", "watch"],
+        "verbs": ["list", "watch"],
     },
     {
         "apiGroups": ["runtime.trussium.io"],
         "resources": ["trussiumruntimes/status"],
-        "verbs": ["get", "update", "patch"],
+        "verbs": ["update"],
     },
     {
         "apiGroups": ["runtime.trussium.io"],
@@ -62,7 +64,7 @@ CONTROLLER_RULES = [
         "verbs": FULL_MANAGEMENT,
     },
     {"apiGroups": [""], "resources": ["secrets"], "verbs": ["list", "watch"]},
-    {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch"]},
+    {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create"]},
 ]
 NOT_IN_CLUSTER = {"cert-manager.io", "monitoring.coreos.com"}
 
@@ -99,11 +101,7 @@ def test_lint_is_clean_in_every_certificate_mode(plane: ControlPlane) -> None:
 def test_invalid_values_fail_with_the_offending_path(
     plane: ControlPlane, values: list[str], message: str
 ) -> None:
-    result = plane.helm(
-        "template", "t", str(CHART), "--namespace", "trussium-system", *values, check=False
-    )
-    assert result.returncode != 0
-    assert message in result.stderr
+    assert message in render_error(plane, *values)
 
 
 @pytest.mark.parametrize("mode", list(CERT_MODE_VALUES))
@@ -354,18 +352,19 @@ def test_watch_namespace_turns_every_cluster_grant_into_a_role(
     assert controller_role["rules"] == CONTROLLER_RULES
     assert find(objects, "Role", f"{name}-webhook")["metadata"]["namespace"] == watched
     cluster_roles = [o["metadata"]["name"] for o in objects if o["kind"] == "ClusterRole"]
-    # Besides its own configurations, only reading the Go operator's leader Lease by name:
-    # a Role would need that namespace to exist at install time (ADR 0008).
+    # Besides its own configurations, only listing the Go operator's leader Lease by name,
+    # in whatever namespace it runs (ADR 0030). The TrussiumRuntime access roles grant
+    # nothing until someone binds them.
     lease_reader = f"{name}-controller-go-operator-lease"
-    assert sorted(cluster_roles) == sorted(
-        [f"{name}-controller-webhook-ca-injection", lease_reader]
-    )
+    access = [f"{name}-trussiumruntime-{role}" for role in ("admin", "editor", "viewer")]
+    injection = f"{name}-controller-webhook-ca-injection"
+    assert sorted(cluster_roles) == sorted([injection, lease_reader, *access])
     assert find(objects, "ClusterRole", lease_reader)["rules"] == [
         {
             "apiGroups": ["coordination.k8s.io"],
             "resources": ["leases"],
             "resourceNames": ["d4fd4c09.trussium.io"],
-            "verbs": ["get"],
+            "verbs": ["list"],
         }
     ]
     controller = container(find(objects, "Deployment", f"{name}-controller"))

@@ -3,17 +3,8 @@ the host with tokens of the chart's own ServiceAccounts and the chart's own flag
 the installed webhook configurations point at the host webhook (webhook.urlOverride),
 and a TrussiumRuntime converges while everything outside the grant is refused."""
 
-import base64
-import contextlib
 import json
-import signal
-import subprocess
-import sys
-import urllib.request
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -21,111 +12,21 @@ from devcluster import ControlPlane
 from devcluster.controller_harness import (
     get,
     must_get,
-    running_controller,
     runtime_manifest,
     wait_condition,
     wait_for,
 )
 from devcluster.hostoperator import install_crds
 from devcluster.layout import free_port
-from devcluster.secretmount import SecretMount
-from tests.support.chart import CHART, container, find, fullname, release_name, render
-
-pytestmark = pytest.mark.cluster
-
-CERT_DIR = "webhook-certs"  # under tmp_path: the host's stand-in for the mounted Secret
-SECRET_VALUE = "sk-chart-rbac-do-not-log"  # must never show up in either program's log
-# Each program binds these itself on the host; the chart's in-Pod values would collide.
-HOST_FLAGS = (
-    "--bind-address",
-    "--health-bind-address",
-    "--metrics-bind-address",
-    "--health-probe-bind-address",
-    "--cert-dir",
+from tests.support.chart import CHART, fullname, release_name, render
+from tests.support.host_programs import (
+    ca_injected,
+    provided_certificate,
+    running_chart_programs,
 )
 
-
-def chart_args(deployment: dict[str, Any]) -> list[str]:
-    """The program arguments the chart gives this Deployment, minus the in-Pod addresses."""
-    main = container(deployment)
-    args: list[str] = [*main["command"][1:], *main["args"]]
-    return [a for a in args if a.split("=", 1)[0] not in HOST_FLAGS]
-
-
-def provided_certificate(work: Path, secret: str) -> list[str]:
-    """A CA and serving certificate from `trussium-webhook certs generate`, for `provided` mode:
-    the served folder (the host's stand-in for the mounted Secret) and the chart values."""
-    generate = [str(Path(sys.executable).parent / "trussium-webhook"), "certs", "generate"]
-    out, ca = work / CERT_DIR, work / "ca"
-    subprocess.run(
-        [*generate, f"--out={out}", f"--ca-dir={ca}", "--ip-address=127.0.0.1"], check=True
-    )
-    bundle = base64.b64encode((out / "ca.crt").read_bytes()).decode()
-    return [
-        "--set", "certificates.mode=provided",
-        "--set", f"certificates.provided.existingSecret={secret}",
-        "--set", f"certificates.provided.caBundle={bundle}",
-    ]  # fmt: skip
-
-
-def token_kubeconfig(plane: ControlPlane, namespace: str, account: str) -> Path:
-    token = plane.kubectl("create", "token", account, "-n", namespace, "--duration=1h").stdout
-    return plane.token_kubeconfig(token.strip(), account)
-
-
-@contextmanager
-def running_webhook(
-    argv: list[str], port: int, log_path: Path, plane: ControlPlane
-) -> Iterator[subprocess.Popen[bytes]]:
-    health = free_port()
-    command = [
-        str(Path(sys.executable).parent / "trussium-webhook"),
-        *argv,
-        f"--bind-address=127.0.0.1:{port}",
-        f"--health-bind-address=127.0.0.1:{health}",
-        f"--cert-dir={log_path.parent / CERT_DIR}",
-    ]
-    with log_path.open("ab") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
-
-    def ready() -> bool:
-        if process.poll() is not None:
-            raise AssertionError(f"webhook exited: {log_path.read_text()[-4000:]}")
-        probe = plane.kubectl("get", "--raw", "/readyz", check=False)  # keep the API warm
-        return probe.returncode == 0 and _http_ok(f"http://127.0.0.1:{health}/readyz")
-
-    try:
-        wait_for(ready, "the host webhook to be ready", timeout=60)
-        yield process
-    except BaseException:
-        sys.stderr.write(f"--- webhook log ---\n{log_path.read_text()[-6000:]}\n")
-        raise
-    finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-
-def _http_ok(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as answer:
-            return bool(answer.status == 200)
-    except OSError:
-        return False
-
-
-def ca_injected(plane: ControlPlane, name: str) -> bool:
-    """Every hook of both configurations carries a caBundle."""
-    bundles = [
-        plane.kubectl(
-            "get", kind, name, "-o", "jsonpath={.webhooks[*].clientConfig.caBundle}"
-        ).stdout.split()
-        for kind in ("mutatingwebhookconfiguration", "validatingwebhookconfiguration")
-    ]
-    return [len(b) for b in bundles] == [1, 2]
+pytestmark = pytest.mark.cluster
+SECRET_VALUE = "sk-chart-rbac-do-not-log"  # must never show up in either program's log
 
 
 def can_i(plane: ControlPlane, user: str, *request: str) -> bool:
@@ -179,29 +80,9 @@ def test_chart_service_accounts_run_both_programs_and_nothing_more(
             "--timeout",
             "120s",
         )
-        webhook_config = token_kubeconfig(plane, namespace, f"{name}-webhook")
-        controller_config = token_kubeconfig(plane, namespace, f"{name}-controller")
-        webhook_argv = chart_args(find(in_pod, "Deployment", f"{name}-webhook"))
-        controller_argv = chart_args(find(in_pod, "Deployment", f"{name}-controller"))
-        if mode == "selfManaged":  # the host webhook is reached at 127.0.0.1
-            controller_argv.append("--webhook-ip-address=127.0.0.1")
-        with (
-            running_controller(
-                plane,
-                tmp_path / "controller.log",
-                *controller_argv[1:],
-                f"--kubeconfig={controller_config}",
-                identity=name,
-            ) as controller,
-            SecretMount(plane, namespace, f"{name}-webhook-tls", tmp_path / CERT_DIR)
-            if mode == "selfManaged"
-            else contextlib.nullcontext(),
-            running_webhook(
-                [*webhook_argv, f"--kubeconfig={webhook_config}"],
-                port,
-                tmp_path / "webhook.log",
-                plane,
-            ),
+        with running_chart_programs(plane, in_pod, namespace, port, tmp_path) as (
+            controller,
+            configs,
         ):
             _prove_the_programs_work(plane, namespace, apps, name, mode, lookup)
             logs = (tmp_path / "webhook.log").read_text() + controller.logs()
@@ -214,7 +95,7 @@ def test_chart_service_accounts_run_both_programs_and_nothing_more(
             scope,
             mode,
             lookup,
-            {controller_user: controller_config, webhook_user: webhook_config},
+            {controller_user: configs["controller"], webhook_user: configs["webhook"]},
         )
         # No manifest sets caBundle, so an upgrade keeps the injected one (the controller,
         # which would re-inject it, is stopped by now).
@@ -388,9 +269,8 @@ def _prove_the_grant_stops_there(
             "{}",
         )
     assert refused(plane, kubeconfigs[webhook], "get", "secret", "openai", "-n", apps)
-    assert refused(
-        plane, kubeconfigs[webhook], "get", "secret", f"{name}-webhook-ca", "-n", namespace
-    )
+    ca_secret = f"{name}-webhook-ca"
+    assert refused(plane, kubeconfigs[webhook], "get", "secret", ca_secret, "-n", namespace)
     assert refused(
         plane,
         kubeconfigs[webhook],

@@ -28,9 +28,9 @@ from devcluster.hostoperator import install_crds
 from devcluster.layout import free_port
 from devcluster.process import Process
 from devcluster.secretmount import SecretMount
-from tests.cluster.test_chart_rbac import ca_injected, chart_args, token_kubeconfig
 from tests.faults.proxy import Relay
 from tests.support.chart import CHART, find, fullname, release_name, render
+from tests.support.host_programs import ca_injected, chart_args, token_kubeconfig
 
 pytestmark = pytest.mark.cluster
 

@@ -6,6 +6,7 @@ tests never see each other's runtimes.
 
 import hashlib
 import json
+import re
 import signal
 from pathlib import Path
 
@@ -74,6 +75,14 @@ def wait_ready(plane: ControlPlane, name: str, namespace: str, image: str) -> Ob
         return runtime if done else None
 
     return wait_for(check, f"{namespace}/{name} Ready with {image}", timeout=120)
+
+
+def columns(plane: ControlPlane, name: str, namespace: str) -> dict[str, str]:
+    """`kubectl get truntime`'s default columns for one runtime, blank cells included."""
+    header, row = plane.kubectl("get", "truntime", name, "-n", namespace).stdout.splitlines()
+    starts = [(m.group(), m.start()) for m in re.finditer(r"\S+", header)]
+    ends = [start for _, start in starts[1:]] + [len(row)]
+    return {title: row[start:end].strip() for (title, start), end in zip(starts, ends, strict=True)}
 
 
 def test_provision_configure_upgrade_idle_and_delete(
@@ -225,6 +234,8 @@ def test_scaling_autoscaling_and_network_policy(
         apply(plane, runtime_manifest(name, namespace, resources=cpu, replicas=0))
         wait_condition(plane, name, namespace, "Ready", "True", "ScaledToZero")
         assert "RuntimeScaledToZero" in reasons(plane, namespace, name)
+        shown = columns(plane, name, namespace)
+        assert (shown["READY"], shown["DESIRED"], shown["TARGET"]) == ("", "0", "0")
         apply(plane, runtime_manifest(name, namespace, resources=cpu, replicas=1))
         wait_condition(plane, name, namespace, "Ready", "True", "RuntimeReady")
 
@@ -250,6 +261,28 @@ def test_scaling_autoscaling_and_network_policy(
         assert runtime
         controller.wait_quiescent()
         assert must_get(plane, "deployment", name, namespace)["spec"]["replicas"] == 2
+        # Desired is spec.replicas (the contract's column); Target the HPA's count.
+        hpa = must_get(plane, "hpa", name, namespace)
+        assert hpa["status"]["desiredReplicas"] == 2
+        shown = columns(plane, name, namespace)
+        assert (shown["READY"], shown["DESIRED"], shown["TARGET"]) == ("2", "1", "2")
+
+        # Scaled by hand past maxReplicas, the HPA brings it back to 4 by itself, and
+        # Target follows the HPA, not spec.replicas or the hand scale.
+        plane.kubectl("scale", "deployment", name, "-n", namespace, "--replicas=6")
+        wait_for(
+            lambda: (
+                (get(plane, "hpa", name, namespace) or {}).get("status", {}).get("desiredReplicas")
+                == 4
+            ),
+            "the HPA's count at maxReplicas",
+        )
+        wait_for(
+            lambda: columns(plane, name, namespace)["TARGET"] == "4",
+            "Target at the HPA's count",
+        )
+        assert columns(plane, name, namespace)["DESIRED"] == "1"
+        assert must_get(plane, "deployment", name, namespace)["spec"]["replicas"] == 4
 
         # Autoscaling off: the HPA goes, the spec's count comes back.
         apply(plane, runtime_manifest(name, namespace, resources=cpu))
@@ -258,6 +291,7 @@ def test_scaling_autoscaling_and_network_policy(
             lambda: must_get(plane, "deployment", name, namespace)["spec"]["replicas"] == 1,
             "spec.replicas restored",
         )
+        wait_for(lambda: columns(plane, name, namespace)["TARGET"] == "1", "Target back to 1")
 
         policy = {"enabled": True, "ingress": [{"namespaceSelector": {"matchLabels": {"a": "b"}}}]}
         apply(plane, runtime_manifest(name, namespace, resources=cpu, networkPolicy=policy))

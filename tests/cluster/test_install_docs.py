@@ -23,6 +23,7 @@ from devcluster import ControlPlane
 from devcluster.certmanager import install_crds as install_cert_manager_crds
 from devcluster.hostoperator import CRD_NAME, install_crds
 from devcluster.polling import wait_for
+from hack.bundle import render as render_bundle
 from tests.support.chart import CHART
 from tests.support.doc_steps import REPO, run_step, steps
 
@@ -45,13 +46,17 @@ STEPS_RUN = {
         "uninstall",
         "remove-everything",
         "install-dev",
+        "install-bundle",
+        "remove-bundle-operator",
+        "delete-bundle",
     ),
     CHART_README: ("install", "install-cert-manager", "install-provided", "upgrade-uninstall"),
 }
 RELEASE = "trussium-operator"
 NAMESPACE = "trussium-system"
 # Namespaces the documented commands use; a fresh cluster has none of them.
-DOC_NAMESPACES = (NAMESPACE, "trussium-dev", "team-a")
+BUNDLE_NAMESPACE = "trussium-operator-system"
+DOC_NAMESPACES = (NAMESPACE, "trussium-dev", "team-a", BUNDLE_NAMESPACE)
 # A column the CRD of the "earlier chart" lacks, so that an upgrade visibly changes the CRD.
 ADDED_COLUMN = "Reason"
 GONE_TIMEOUT_SECONDS = 120.0
@@ -266,3 +271,35 @@ def test_a_release_whose_crd_came_from_crds_takes_it_over(
     assert _owner(plane)["meta.helm.sh/release-name"] == RELEASE
     assert _owner(plane)["helm.sh/resource-policy"] == "keep"
     assert ADDED_COLUMN in _columns(plane)
+
+
+def test_the_bundle_as_written(plane: ControlPlane, fresh: None, tmp_path: Path) -> None:
+    """install.yaml (made by `make bundle`) applied, its operator removed with the
+    CRD kept, applied again, then deleted with everything (tests/node runs its Pods)."""
+    work = tmp_path / "work"
+    (work / "dist").mkdir(parents=True)
+    bundle = work / "dist" / "install.yaml"
+    bundle.write_text(render_bundle(plane.bin_dir / "helm"))
+    try:
+        _step(plane, INSTALL, "install-bundle", cwd=work)
+        assert len(_release_deployments(plane, BUNDLE_NAMESPACE)) == 2
+        assert "helm.sh/resource-policy" not in _owner(plane), "no Helm release to keep it from"
+
+        _step(plane, INSTALL, "remove-bundle-operator", cwd=work)
+        _wait_gone(plane, "deployments", "-n", BUNDLE_NAMESPACE)
+        for kind in ("mutatingwebhookconfiguration", "validatingwebhookconfiguration"):
+            assert plane.kubectl("get", kind, RELEASE, check=False).returncode != 0
+        _crd(plane)  # kept, and with it every runtime
+        plane.kubectl("get", "namespace", BUNDLE_NAMESPACE)
+
+        _step(plane, INSTALL, "install-bundle", cwd=work)
+        _step(plane, INSTALL, "delete-bundle", cwd=work)
+        _wait_gone(plane, "crd", CRD_NAME)
+        _wait_gone(plane, "namespace", BUNDLE_NAMESPACE)
+        left = plane.kubectl(
+            "get", "clusterroles,clusterrolebindings", "-o", "name",
+            "-l", f"app.kubernetes.io/instance={RELEASE}",
+        ).stdout  # fmt: skip
+        assert left == ""
+    finally:
+        plane.kubectl("delete", "-f", str(bundle), "--ignore-not-found", "--wait=false")

@@ -1,14 +1,11 @@
 """Switching from the Go operator: field takeover, one rollout for the scratch space,
-invalid stored runtimes, Lease exclusion.
+invalid stored runtimes (the Lease exclusion: tests/apiserver/test_go_operator_lease.py).
 
 Each test starts from what the Go operator leaves behind (see go_operator.py)
 and observes our controller only through the API server and its audit log.
 """
 
 import json
-import threading
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -16,30 +13,24 @@ import pytest
 
 from devcluster import ControlPlane
 from devcluster.controller_harness import (
-    Controller,
     Obj,
     apply,
-    audit_entries,
     condition,
     events,
     get,
     must_get,
-    now,
     reasons,
     running_controller,
     runtime_manifest,
     scoped,
     wait_condition,
     wait_for,
-    writes,
 )
 from devcluster.hostoperator import install_crds
 from tests.support.go_operator import (
-    GO_LEASE,
     GO_MANAGER,
     OWNED_KINDS,
     go_create,
-    hold_lease,
     install_go_crd,
     install_our_crd,
     managers,
@@ -55,8 +46,6 @@ ALWAYS_KEYS = {
     "TRUSSIUM_RUNTIME__PORT",
     "TRUSSIUM_PROVIDER__NAME",
 }
-# Short, so the expiry test stays quick; the ratios are the defaults' (15/10/2).
-LEASE = ("--lease-duration=6", "--renew-deadline=4", "--retry-period=1")
 
 
 @pytest.fixture(autouse=True)
@@ -76,15 +65,6 @@ def replica_sets(plane: ControlPlane, name: str, namespace: str) -> set[str]:
         "get", "rs", "-n", namespace, "-l", f"app.kubernetes.io/instance={name}", "-o", "json"
     )
     return {rs["metadata"]["name"] for rs in json.loads(answer.stdout)["items"]}
-
-
-def readyz(controller: Controller) -> int:
-    url = f"http://127.0.0.1:{controller.health_port}/readyz"
-    try:
-        with urllib.request.urlopen(url, timeout=2) as answer:
-            return int(answer.status)
-    except urllib.error.HTTPError as error:
-        return error.code
 
 
 def when(
@@ -457,62 +437,3 @@ def test_stored_runtimes_breaking_only_stricter_rules_keep_being_reconciled(
             deployment["metadata"]["generation"]
             == go_era["bystander"]["metadata"]["generation"] + 1
         )
-
-
-@pytest.mark.api
-def test_a_fresh_go_operator_lease_holds_us_back_until_it_expires(
-    plane: ControlPlane, namespace: str, tmp_path: Path
-) -> None:
-    name = "rt"
-    apply(plane, runtime_manifest(name, namespace))
-    hold_lease(plane, namespace, "go-operator-0_abc", duration=3)
-    stopped = threading.Event()
-
-    def renew() -> None:  # the Go operator's leader renewing every second
-        while not stopped.wait(1):
-            hold_lease(plane, namespace, "go-operator-0_abc", duration=3)
-
-    renewer = threading.Thread(target=renew, daemon=True)
-    renewer.start()
-    lease = f"{namespace}/{GO_LEASE}"
-    since = now()
-    controller = Controller(
-        plane,
-        tmp_path / "controller.log",
-        *scoped(namespace),
-        f"--go-operator-lease-namespace={namespace}",
-        "--no-leader-elect",
-        *LEASE,
-    )
-    try:
-
-        def lease_reads() -> list[Obj]:
-            return [
-                e
-                for e in audit_entries(plane, since)
-                if e.get("verb") == "get" and e.get("objectRef", {}).get("name") == GO_LEASE
-            ]
-
-        wait_for(lambda: controller.metric("trussium_foreign_lease_held", lease=lease) == 1, "held")
-        wait_for(lambda: "caches synced" in controller.logs(), "the caches synced")
-        # Three more checks of the Lease after the caches synced: unblocked, the workers
-        # would have written long before.
-        first = len(lease_reads())
-        wait_for(lambda: len(lease_reads()) >= first + 3, "three more Lease checks")
-        assert writes(audit_entries(plane, since)) == [], "wrote while the Go operator led"
-        assert get(plane, "configmap", name, namespace) is None
-        assert readyz(controller) == 503, "not ready while waiting"
-        assert controller.logs().count("the Go operator holds its leader lease") == 1
-
-        stopped.set()  # the Go operator stops renewing: its Lease expires
-        wait_condition(plane, name, namespace, "ConfigurationValid", "True", "ReferencesResolved")
-        assert controller.metric("trussium_foreign_lease_held", lease=lease) == 0
-        controller.wait_ready()
-        assert controller.process.poll() is None, "proceeded without a restart"
-    except BaseException:
-        print(controller.logs())
-        raise
-    finally:
-        stopped.set()
-        renewer.join(5)
-        controller.stop()

@@ -69,9 +69,15 @@ def test_the_migration_guide_runs_in_order_and_loses_nothing(
     plane: ControlPlane, namespace: str, go_install: None, tmp_path: Path
 ) -> None:
     steps = guide_steps()
-    assert {"preflight", "stop-kustomize", "crd", "install", "verify", "remove-kustomize"} <= set(
-        steps
-    )
+    assert {
+        "preflight",
+        "find-go-lease",
+        "stop-kustomize",
+        "crd",
+        "install",
+        "verify",
+        "remove-kustomize",
+    } <= set(steps)
     assert "rollback-kustomize" in steps
     hold_lease(plane, GO_NAMESPACE, f"{PREFIX}controller-manager-7d9_1f2e", duration=5)
     provider = {"type": "ollama", "model": "m", "baseURL": "http://ollama:11434"}
@@ -117,6 +123,10 @@ def test_the_migration_guide_runs_in_order_and_loses_nothing(
     )
     assert "[BaseURLNotHTTP]; still reconciled, with the ConfigurationWarnings condition" in output
     assert f"{namespace}/chat" not in output
+    code, output = run_step(plane, steps["find-go-lease"])
+    assert code == 0, output
+    found = [line.split()[:2] for line in output.splitlines()[1:]]
+    assert [GO_NAMESPACE, f"{PREFIX}controller-manager-7d9_1f2e"] in found, output
     plane.kubectl(
         "patch",
         "truntime",

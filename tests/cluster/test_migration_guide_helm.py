@@ -140,16 +140,14 @@ def go_helm_install(plane: ControlPlane, namespace: str) -> Iterator[dict[str, s
 
 @contextmanager
 def our_release(plane: ControlPlane) -> Iterator[HostOperator]:
-    """Step 4: our chart installed as the guide says for a Helm-installed Go operator,
-    its webhooks calling the programs on this host (the chart's own pods are kwok's and
-    do nothing)."""
-    lease = f"controller.goOperatorExclusion.leaseNamespace={GO_NAMESPACE}"
-    operator = HostOperator(
-        plane, namespace=OUR_NAMESPACE, release=OUR_RELEASE, helm_values=[lease]
-    )
+    """Step 4: our chart installed as the guide says, its webhooks calling the programs
+    on this host (the chart's own pods are kwok's and do nothing). With the chart's
+    defaults and RBAC, the controller finds the Go operator's Lease in its release
+    namespace and waits for it to expire before it is ready."""
+    operator = HostOperator(plane, namespace=OUR_NAMESPACE, release=OUR_RELEASE)
     plane.helm(
         "install", OUR_RELEASE, str(CHART), "-n", OUR_NAMESPACE, "--create-namespace",
-        "--set", "crds.enabled=false", "--set", lease,
+        "--set", "crds.enabled=false",
         "--set", f"webhook.urlOverride={operator.webhook_url}",
     )  # fmt: skip
     with operator:
@@ -171,6 +169,10 @@ def test_the_helm_path_removes_the_go_release_and_keeps_every_runtime(
 ) -> None:
     steps = go_helm_install
     before, sets = kept(plane, namespace), replica_sets(plane, namespace)
+    code, output = run_step(plane, steps["find-go-lease"])
+    assert code == 0, output
+    found = [line.split()[:2] for line in output.splitlines()[1:]]
+    assert [GO_NAMESPACE, f"{GO_NAME}-7d9_1f2e"] in found, output
     stop_go_and_switch(plane, steps)
     with our_release(plane):
         code, output = run_step(plane, steps["verify"])

@@ -42,7 +42,12 @@ def referencing(name: str = "rt", **spec: Any) -> Obj:
 
 
 def lookups(fake: FakeKube) -> list[str]:
-    return [str(call) for call in fake.calls if "fieldSelector" in call.query]
+    """Secret lookups by name (the Go operator's Lease is looked up by name too)."""
+    return [
+        str(call)
+        for call in fake.calls
+        if "fieldSelector" in call.query and call.path.endswith("/secrets")
+    ]
 
 
 def secret_lists(fake: FakeKube) -> int:

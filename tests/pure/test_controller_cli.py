@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from trussium_operator.controller.cli import limiter_from, main, options_from, parser
+from trussium_operator.controller.exclusion import LeaseSearch
 
 
 def test_defaults_match_adr_0001(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -90,8 +91,11 @@ def test_go_operator_migration_defaults_and_their_switches(
 ) -> None:
     options = options_from(parser().parse_args(["run"]))
     assert options.legacy_field_managers == frozenset({"manager"})
-    assert options.exclusion_lease is not None
-    assert str(options.exclusion_lease) == "trussium-operator-system/d4fd4c09.trussium.io"
+    assert options.exclusion_lease == LeaseSearch("d4fd4c09.trussium.io", ""), "every namespace"
+    pinned = ["run", "--go-operator-lease-namespace=platform-ops"]
+    assert options_from(parser().parse_args(pinned)).exclusion_lease == LeaseSearch(
+        "d4fd4c09.trussium.io", "platform-ops"
+    )
     monkeypatch.setenv("TRUSSIUM_GO_OPERATOR_EXCLUSION", "false")
     args = ["run", "--legacy-field-managers", "manager, helm,", "--go-operator-lease-namespace=x"]
     options = options_from(parser().parse_args(args))
@@ -99,6 +103,16 @@ def test_go_operator_migration_defaults_and_their_switches(
     assert options.exclusion_lease is None
     options = options_from(parser().parse_args(["run", "--legacy-field-managers="]))
     assert options.legacy_field_managers == frozenset()
+
+
+def test_secret_references_are_checked_unless_turned_off(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert options_from(parser().parse_args(["run"])).check_secret_references
+    off = parser().parse_args(["run", "--no-check-secret-references"])
+    assert not options_from(off).check_secret_references
+    monkeypatch.setenv("TRUSSIUM_CHECK_SECRET_REFERENCES", "false")
+    assert not options_from(parser().parse_args(["run"])).check_secret_references
 
 
 def test_no_client_rate_limit_by_default_and_one_when_a_rate_is_given(

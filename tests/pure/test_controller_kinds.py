@@ -3,6 +3,7 @@
 from typing import Any
 
 from trussium_operator.common.api import TrussiumRuntime
+from trussium_operator.common.status import Outcome
 from trussium_operator.controller.kinds import MANAGED_KINDS, disabled_kinds, render_managed_objects
 from trussium_operator.controller.secret_presence import SecretPresence
 from trussium_operator.controller.watches import watch_table
@@ -36,3 +37,10 @@ def test_the_watch_table_owns_every_kind_of_the_registry_it_is_given() -> None:
     ]
     only_two = watch_table(SecretPresence(), MANAGED_KINDS[:2])
     assert [w.role for w in only_two] == ["runtimes", "ConfigMap", "ServiceAccount", "secrets"]
+
+
+def test_without_secret_checks_nothing_watches_secrets() -> None:
+    roles = [w.role for w in watch_table(SecretPresence(checked=False), MANAGED_KINDS[:1])]
+    assert roles == ["runtimes", "ConfigMap"]
+    outcome = SecretPresence(checked=False).check("prod", ["a", "b"])
+    assert outcome == Outcome(unchecked_secrets=("a", "b"))

@@ -94,3 +94,18 @@ def test_a_forgotten_or_recreated_runtime_is_validated_again(validations: list[i
     valid.parse(KEY, runtime(1, "5"))
     valid.parse(KEY, runtime(1, "9", uid="u-2"))
     assert validations == [1, 1, 1]
+
+
+def test_a_runtime_stored_over_a_bound_is_reconciled_whole_with_a_warning() -> None:
+    """ADR 0027: the operator renders every entry, as the Go operator did, on every parse."""
+    obj = runtime(1, "5")
+    tolerations = [{"key": f"pool-{i}", "operator": "Exists"} for i in range(65)]
+    obj["spec"]["scheduling"] = {"tolerations": tolerations}
+    valid = ValidGenerations()
+    for version in ("5", "6"):  # validated, then only parsed
+        obj["metadata"]["resourceVersion"] = version
+        parsed, errors, warnings = valid.parse(KEY, obj)
+        assert parsed is not None, errors
+        assert parsed.spec.scheduling is not None
+        assert len(parsed.spec.scheduling.tolerations or ()) == 65
+        assert [w.rule for w in warnings] == ["TooManyEntries"]

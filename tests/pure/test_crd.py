@@ -22,6 +22,7 @@ from trussium_operator.common.api import (
     TrussiumRuntimeSpec,
     TrussiumRuntimeStatus,
 )
+from trussium_operator.common.schema import openapi_schema
 
 
 def test_committed_crd_is_the_generator_output() -> None:
@@ -81,6 +82,7 @@ def test_printer_columns_of_the_contract() -> None:
         "Provider": ".spec.provider.type",
         "Model": ".spec.provider.model",
         "Version": ".spec.image.tag",
+        "Target": ".status.desiredReplicas",
         "Image": ".status.currentImage",
         "Desired Image": ".status.desiredImage",
         "Age": ".metadata.creationTimestamp",
@@ -93,6 +95,7 @@ def test_printer_columns_of_the_contract() -> None:
         "Provider",
         "Model",
         "Version",
+        "Target",
         "Status",
         "Reason",
         "Image",
@@ -306,3 +309,23 @@ def test_schema_is_structural() -> None:
             assert node.get("type") in ("object", "array", "string", "integer", "boolean"), path
             assert "anyOf" not in node, path
             assert "$ref" not in node, path
+
+
+def test_every_list_and_map_of_the_spec_is_bounded() -> None:
+    """ADR 0027: the bounds keep a review's cost bounded; a new collection needs one."""
+    unbounded = []
+
+    def walk(node: dict[str, Any], path: str) -> None:
+        if node.get("type") == "array":
+            if "maxItems" not in node:
+                unbounded.append(path)
+            walk(node["items"], f"{path}[]")
+        for key, sub in node.get("properties", {}).items():
+            walk(sub, f"{path}.{key}")
+        if isinstance(node.get("additionalProperties"), dict):
+            if "maxProperties" not in node:
+                unbounded.append(path)
+            walk(node["additionalProperties"], f"{path}[*]")
+
+    walk(openapi_schema()["properties"]["spec"], "spec")
+    assert unbounded == []

@@ -4,7 +4,7 @@ namespace), except `instance` to join two series of one process."""
 
 import pytest
 
-from tests.support.dashboard import load, queries, variable_reads
+from hack.dashboard import load, queries, variable_reads
 from tests.support.metric_registry import registered_series
 from tests.support.promql import reads
 

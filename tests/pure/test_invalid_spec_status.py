@@ -84,6 +84,7 @@ def test_a_running_runtime_reports_its_spec_invalid_and_keeps_what_it_observed()
     upgrading = next(c for c in status["conditions"] if c["type"] == "Upgrading")
     assert upgrading["lastTransitionTime"] == T0, "Upgrading is left as it was"
     assert (status["readyReplicas"], status["availableReplicas"]) == (2, 2)
+    assert status["desiredReplicas"] == 2, "the Deployment's count"
     assert status["desiredImage"] == status["lastSuccessfulImage"] == IMAGE
     assert status["endpoint"] == "http://demo.prod.svc.cluster.local:9000"
     valid = next(c for c in status["conditions"] if c["type"] == "ConfigurationValid")
@@ -92,20 +93,21 @@ def test_a_running_runtime_reports_its_spec_invalid_and_keeps_what_it_observed()
 
 
 @pytest.mark.parametrize(
-    ("spec", "deployment", "available"),
+    ("spec", "deployment", "available", "desired"),
     [
-        ({"replicas": 0}, None, ("False", "ScaledToZero")),
-        ({"replicas": 3}, None, ("False", "RuntimeUnavailable")),
-        ("not an object", None, ("False", "RuntimeUnavailable")),
-        ({"replicas": "two"}, DEPLOYMENT, ("True", "RuntimeAvailable")),
+        ({"replicas": 0}, None, ("False", "ScaledToZero"), 0),
+        ({"replicas": 3}, None, ("False", "RuntimeUnavailable"), 3),
+        ("not an object", None, ("False", "RuntimeUnavailable"), 1),
+        ({"replicas": "two"}, DEPLOYMENT, ("True", "RuntimeAvailable"), 2),
     ],
     ids=["spec-zero", "spec-three", "unparseable-spec", "deployment-wins"],
 )
 def test_availability_comes_from_what_runs_else_the_raw_spec(
-    spec: Any, deployment: dict[str, Any] | None, available: tuple[str, str]
+    spec: Any, deployment: dict[str, Any] | None, available: tuple[str, str], desired: int
 ) -> None:
     status = invalid_spec_status(stored(spec), ERRORS, deployment=deployment, service=None, now=T1)
     assert conditions(status)["Available"] == available
+    assert status["desiredReplicas"] == desired, "the count availability was judged on"
     assert "Upgrading" not in conditions(status), "no Upgrading invented for a new runtime"
     assert "endpoint" not in status
     assert "desiredImage" not in status

@@ -28,8 +28,8 @@ from trussium_operator.controller.kinds import render_managed_objects
 
 @pytest.mark.parametrize("rule", list(TolerableRule))
 def test_each_tolerated_rule_leaves_a_stored_runtime_reconciled(rule: TolerableRule) -> None:
-    result = validate_runtime(TOLERATED[rule])
-    assert not result.allowed, "a new runtime still meets every rule"
+    assert not validate_runtime(TOLERATED[rule]).allowed, "a new runtime still meets every rule"
+    result = validate_runtime(TOLERATED[rule], stored=True)
     freezing, warnings = split_stored(result.errors)
     assert freezing == ()
     assert [w.rule for w in warnings] == [rule]
@@ -38,7 +38,7 @@ def test_each_tolerated_rule_leaves_a_stored_runtime_reconciled(rule: TolerableR
 
 
 def rendered(obj: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    runtime = validate_runtime(obj).runtime
+    runtime = validate_runtime(obj, stored=True).runtime
     assert runtime is not None
     return {o["kind"]: o for o in render_managed_objects(runtime)}
 
@@ -60,6 +60,11 @@ def test_tolerated_specs_render_what_the_go_operator_rendered() -> None:
     autoscaler = objects["HorizontalPodAutoscaler"]["spec"]
     assert (autoscaler["minReplicas"], autoscaler["maxReplicas"]) == (1, 3)
     assert "resources" not in objects["Deployment"]["spec"]["template"]["spec"]["containers"][0]
+
+    obj = TOLERATED[TolerableRule.TOO_MANY_ENTRIES]
+    objects = rendered(obj)
+    tolerations = objects["Deployment"]["spec"]["template"]["spec"]["tolerations"]
+    assert tolerations == obj["spec"]["scheduling"]["tolerations"], "every one, not the first 64"
 
 
 def test_a_checksum_annotation_is_still_the_operators() -> None:
@@ -120,6 +125,21 @@ def test_an_update_keeps_an_old_tolerated_violation_and_says_the_operator_acts_o
     assert kept.endswith("(already present before this update, so not blocking it)")
 
 
+def test_an_update_may_keep_a_collection_over_its_bound_but_not_grow_it() -> None:
+    obj = TOLERATED[TolerableRule.TOO_MANY_ENTRIES]
+    (kept,) = update_of(obj)
+    assert kept == (
+        "spec.scheduling.tolerations: must have at most 64 items, has 65 "
+        "(already present before this update, so not blocking it)"
+    )
+    grown = copy.deepcopy(obj)
+    grown["spec"]["scheduling"]["tolerations"].append({"key": "more", "operator": "Exists"})
+    result = validate_runtime(grown, obj)
+    assert [(e.path, e.message) for e in result.errors] == [
+        ("spec.scheduling.tolerations", "must have at most 64 items, has 66")
+    ]
+
+
 def test_a_spec_change_to_a_frozen_runtime_must_fix_what_freezes_it() -> None:
     """The operator would ignore the change, so the webhook refuses it and says why."""
     frozen = FROZEN["toleration operator"][0]
@@ -146,7 +166,7 @@ def test_a_metadata_edit_of_a_frozen_runtime_is_admitted_with_a_warning() -> Non
 
 
 def reconciled_status(obj: dict[str, Any], previous: dict[str, Any] | None = None) -> Any:
-    result = validate_runtime({**obj, "status": previous})
+    result = validate_runtime({**obj, "status": previous}, stored=True)
     assert result.runtime is not None
     _, warnings = split_stored(result.errors)
     return compute_status(

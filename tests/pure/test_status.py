@@ -285,6 +285,20 @@ def test_messages_are_plain_sentences_with_the_facts() -> None:
     assert "the server rejected the Deployment" in condition(apply, "Degraded")["message"]
 
 
+def test_unchecked_references_keep_the_contract_reason_and_say_they_were_not_checked() -> None:
+    """An install without Secret rights (ADR 0028): the reason stays ReferencesResolved,
+    so nothing built on the contract's strings breaks; the message tells the truth."""
+    unchecked = Outcome(unchecked_secrets=("a-key", "registry"))
+    result = status(runtime(), deployment(1, readyReplicas=1, availableReplicas=1), unchecked)
+    valid = condition(result, "ConfigurationValid")
+    assert (valid["status"], valid["reason"]) == ("True", "ReferencesResolved")
+    assert "not checked" in valid["message"]
+    assert '"a-key", "registry"' in valid["message"]
+    assert condition(result, "Ready")["reason"] == "RuntimeReady"
+    checked = condition(status(runtime(), None), "ConfigurationValid")
+    assert checked["message"] == "All referenced Secrets exist."
+
+
 def test_a_failure_without_a_message_still_explains_itself() -> None:
     silent = {key: value for key, value in QUOTA.items() if key != "message"}
     result = status(runtime(), deployment(1, conditions=(silent,)))
@@ -298,6 +312,7 @@ def test_status_fields_come_from_the_observed_objects() -> None:
         "observedGeneration": 3,
         "readyReplicas": 2,
         "availableReplicas": 1,
+        "desiredReplicas": 3,
         "desiredImage": NEW_IMAGE,
         "currentImage": IMAGE,
         "lastSuccessfulImage": IMAGE,
@@ -311,6 +326,7 @@ def test_zero_and_empty_fields_are_omitted_as_the_go_operator_omits_them() -> No
         assert field not in result
     assert "lastSuccessfulImage" not in result
     assert result["desiredImage"] == IMAGE
+    assert result["desiredReplicas"] == 1, "not a count read back: the spec's, written"
     assert result["observedGeneration"] == runtime().metadata.generation
 
 
@@ -355,6 +371,7 @@ def test_scale_to_zero_is_a_complete_rollout() -> None:
     result = status(runtime(replicas=0), deployment(0))
     assert result["lastSuccessfulImage"] == IMAGE
     assert condition(result, "Ready")["status"] == "True"
+    assert result["desiredReplicas"] == 0, "written, unlike the other zero counts"
 
 
 def test_autoscaler_owns_the_replica_count() -> None:
@@ -366,7 +383,51 @@ def test_autoscaler_owns_the_replica_count() -> None:
     result = status(rt, deployment(5))
     assert conditions(result)["Ready"] == ("True", "RuntimeReady")
     assert condition(result, "Ready")["message"] == "5 of 5 replicas are ready."
+    assert result["desiredReplicas"] == 5
     assert result["lastSuccessfulImage"] == IMAGE
+
+
+AUTOSCALED = {
+    "replicas": 1,
+    "autoscaling": {"enabled": True, "minReplicas": 2, "maxReplicas": 8},
+    "resources": {"requests": {"cpu": "100m"}},
+}
+
+
+@pytest.mark.parametrize(
+    ("spec", "observed", "outcome", "desired"),
+    [
+        ({"replicas": 3}, deployment(3), SUCCESS, 3),
+        ({"replicas": 3}, deployment(5), SUCCESS, 3),  # a hand scale the next apply undoes
+        ({"replicas": 3}, None, SUCCESS, 3),
+        ({"replicas": 0}, None, SUCCESS, 0),
+        (AUTOSCALED, deployment(6, readyReplicas=4), SUCCESS, 6),
+        (AUTOSCALED, None, SUCCESS, 2),  # before the Deployment: created at minReplicas
+        (AUTOSCALED, deployment(6), MISSING, 6),
+        (AUTOSCALED, deployment(6), CHECK_FAILED, 6),
+        (AUTOSCALED, deployment(6), Outcome(reconcile_error="boom"), 6),
+    ],
+    ids=[
+        "spec",
+        "spec-over-a-hand-scale",
+        "spec-without-deployment",
+        "spec-zero",
+        "autoscaler",
+        "autoscaler-before-deployment",
+        "autoscaler-missing-secret",
+        "autoscaler-check-failed",
+        "autoscaler-reconcile-failed",
+    ],
+)
+def test_desired_replicas_is_the_count_the_conditions_are_judged_against(
+    spec: dict[str, Any], observed: dict[str, Any] | None, outcome: Outcome, desired: int
+) -> None:
+    """status.desiredReplicas is D of docs/contract.md section 6, the count the Target
+    column shows: the autoscaler's with autoscaling, whatever spec.replicas says."""
+    result = status(runtime(**spec), observed, outcome)
+    assert result["desiredReplicas"] == desired
+    if outcome == SUCCESS and desired:
+        assert condition(result, "Ready")["message"].endswith(f" of {desired} replicas are ready.")
 
 
 def test_upgrade_path_end_to_end() -> None:
@@ -436,6 +497,7 @@ BASE = status(runtime(), deployment(1))
         None,
         {},
         edited(BASE, readyReplicas=0),
+        edited(BASE, desiredReplicas=2),
         edited(BASE, observedGeneration=2),
         edited(BASE, endpoint=""),
         edited(BASE, lastSuccessfulImage=""),
@@ -459,6 +521,7 @@ BASE = status(runtime(), deployment(1))
         "no-status",
         "empty-status",
         "replicas",
+        "desired-replicas",
         "observed-generation",
         "endpoint",
         "last-successful-image",
@@ -476,3 +539,14 @@ def test_status_differs_treats_absent_fields_as_their_defaults() -> None:
     new = status(runtime(), None, service=None)
     old = {key: value for key, value in new.items() if value not in ("", 0)}
     assert not status_differs(old, new)
+
+
+def test_a_status_without_desired_replicas_is_written_once() -> None:
+    """A status the Go operator or an older release wrote lacks the field: one write adds
+    it (at 0 too, where the other zero counts stay absent), then nothing changes."""
+    new = status(runtime(replicas=0), deployment(0))
+    old = {key: value for key, value in new.items() if key != "desiredReplicas"}
+    assert status_differs(old, new)
+    again = status(runtime(replicas=0, status=new), deployment(0))
+    assert again == new
+    assert not status_differs(new, again)

@@ -42,6 +42,13 @@ def render(
     return [doc for doc in yaml.safe_load_all(out) if doc]
 
 
+def render_error(plane: ControlPlane, *args: str, namespace: str = "trussium-system") -> str:
+    """`helm template` that must fail (schema or `fail`): its error output."""
+    result = plane.helm("template", "t", str(CHART), "--namespace", namespace, *args, check=False)
+    assert result.returncode != 0, "the render succeeded"
+    return result.stderr
+
+
 def find(objects: list[dict[str, Any]], kind: str, name: str) -> dict[str, Any]:
     matches = [o for o in objects if o["kind"] == kind and o["metadata"]["name"] == name]
     assert len(matches) == 1, f"expected one {kind}/{name}, found {len(matches)}"

@@ -85,8 +85,8 @@ def render(runtime: Obj) -> list[Obj]:
     """The objects the Go operator renders for `runtime` (as stored, with its uid), also
     for a spec that breaks rules a stored runtime may break (`common.ratcheting`): ours
     without the scratch space."""
-    model = parse_runtime(runtime).runtime
-    assert model is not None, parse_runtime(runtime).errors
+    model = parse_runtime(runtime, stored=True).runtime
+    assert model is not None, parse_runtime(runtime, stored=True).errors
     objects = render_managed_objects(model)
     for obj in objects:
         if obj["kind"] == "Deployment":

@@ -35,9 +35,9 @@ def counting_parses() -> Iterator[Parses]:
     validate_spec = TrussiumRuntimeSpec.model_validate
     validate_runtime = TrussiumRuntime.model_validate
 
-    def counted_parse(obj: object) -> ParsedRuntime:
+    def counted_parse(obj: object, **options: Any) -> ParsedRuntime:
         parses.objects.append(obj)
-        return parse(obj)
+        return parse(obj, **options)
 
     def counted_spec(obj: Any, *args: Any, **kwargs: Any) -> TrussiumRuntimeSpec:
         parses.spec_models += 1

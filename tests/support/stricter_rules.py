@@ -16,6 +16,7 @@ APPARMOR = "container.apparmor.security.beta.kubernetes.io/"
 SECCOMP_POD = "seccomp.security.alpha.kubernetes.io/pod"
 SECCOMP_CONTAINER = "container.seccomp.security.alpha.kubernetes.io/"
 PROVIDER = VALID["spec"]["provider"]
+TOLERATIONS_BOUND = 64  # spec.scheduling.tolerations' maxItems
 
 # One spec per tolerated rule, breaking only it.
 TOLERATED: dict[TolerableRule, dict[str, Any]] = {
@@ -37,6 +38,14 @@ TOLERATED: dict[TolerableRule, dict[str, Any]] = {
     ),
     TolerableRule.IMAGE_REFERENCE: with_spec(
         image={"repository": "Registry.Example.com/Trussium", "tag": "1.0"}
+    ),
+    TolerableRule.TOO_MANY_ENTRIES: with_spec(
+        scheduling={
+            "tolerations": [
+                {"key": f"example.com/pool-{i}", "operator": "Exists"}
+                for i in range(TOLERATIONS_BOUND + 1)
+            ]
+        }
     ),
 }
 

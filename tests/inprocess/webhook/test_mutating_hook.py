@@ -57,3 +57,15 @@ async def test_delete_is_allowed_untouched(client: Client) -> None:
         "uid": "7d6c-uid",
         "allowed": True,
     }
+
+
+async def test_a_runtime_over_a_bound_is_left_to_the_schema(client: Client) -> None:
+    """ADR 0027: defaulting all of it would cost what the bounds prevent; the API server's
+    schema (after this hook) or the validating hook refuses it."""
+    tolerations = [{"key": f"pool-{i}", "operator": "Exists"} for i in range(65)]
+    obj = runtime(scheduling={"tolerations": tolerations})
+    result = response(await (await client.post(PATH, json=review(obj))).json())
+    assert result == {"uid": "7d6c-uid", "allowed": True}
+    within = runtime(scheduling={"tolerations": tolerations[:64]})
+    result = response(await (await client.post(PATH, json=review(within))).json())
+    assert patch_of(result), "within its bounds it is defaulted"

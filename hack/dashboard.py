@@ -1,5 +1,6 @@
 """The chart's Grafana dashboard and its queries as Prometheus reads them: Grafana's
-variables replaced by what they expand to (every runtime namespace, a 5 m rate window)."""
+variables replaced by what they expand to (by default every runtime namespace and a
+5 m rate window)."""
 
 import json
 import re
@@ -7,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from tests.support.chart import CHART
+from devcluster.hostoperator import CHART
 
 DASHBOARD = CHART / "dashboards" / "trussium-operator.json"
 GRAFANA_VARIABLES = {"$__rate_interval": "5m", "$runtime_namespace": ".*"}
@@ -19,14 +20,18 @@ def load(path: Path = DASHBOARD) -> dict[str, Any]:
     return dashboard
 
 
+def expand(expr: str, variables: dict[str, str] = GRAFANA_VARIABLES) -> str:
+    """`expr` with each Grafana variable replaced by its value."""
+    for variable, value in variables.items():
+        expr = expr.replace(variable, value)
+    return expr
+
+
 def queries(dashboard: dict[str, Any]) -> Iterator[tuple[str, str]]:
     """(panel title, PromQL) for every target of every panel."""
     for panel in dashboard["panels"]:
         for target in panel.get("targets", ()):
-            expr = target["expr"]
-            for variable, value in GRAFANA_VARIABLES.items():
-                expr = expr.replace(variable, value)
-            yield panel["title"], expr
+            yield panel["title"], expand(target["expr"])
 
 
 def variable_reads(dashboard: dict[str, Any]) -> Iterator[tuple[str, str]]:

@@ -1,6 +1,8 @@
-"""A real Prometheus (Debian's `prometheus` package) on loopback for a test: it scrapes
-the given ports every second under target labels of our choosing (as a ServiceMonitor
-would label them), loads rule groups, and answers PromQL over its HTTP API."""
+"""A real Prometheus (Debian's `prometheus` package) on loopback: it scrapes the given
+ports (every second unless told otherwise) under target labels of our choosing (as a
+ServiceMonitor would label them), loads rule groups, and answers PromQL over its HTTP
+API. `scraping` points one at a running operator, for the tests and
+hack/render_dashboard.py alike."""
 
 import json
 import os
@@ -15,6 +17,7 @@ from typing import Any, Self
 
 import yaml
 
+from devcluster.hostoperator import HostOperator
 from devcluster.layout import HOST, free_port
 from devcluster.process import Process
 
@@ -30,10 +33,12 @@ class Prometheus:
         targets: dict[str, int],
         labels: dict[str, str],
         rule_groups: Sequence[dict[str, Any]] = (),
+        scrape_interval: str = "1s",
     ) -> None:
         assert BINARY is not None, MISSING
         self.directory = directory
         self.port = free_port()
+        self.scrape_interval = scrape_interval
         self._targets, self._labels, self._groups = targets, labels, list(rule_groups)
         self._process: Process | None = None
 
@@ -42,7 +47,10 @@ class Prometheus:
         rules = self.directory / "rules.yaml"
         rules.write_text(yaml.safe_dump({"groups": self._groups}))
         config = {
-            "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+            "global": {
+                "scrape_interval": self.scrape_interval,
+                "evaluation_interval": self.scrape_interval,
+            },
             "rule_files": [str(rules)],
             "scrape_configs": [
                 {
@@ -113,8 +121,31 @@ class Prometheus:
         result: list[dict[str, Any]] = data["result"] if data["resultType"] == "vector" else []
         return result
 
+    def query_range(self, expr: str, start: float, end: float, step: float) -> list[dict[str, Any]]:
+        """A range query's result: [{"metric": labels, "values": [[time, "value"], ...]}]."""
+        data = self.api("query_range", query=expr, start=str(start), end=str(end), step=str(step))
+        result: list[dict[str, Any]] = data["result"]
+        return result
+
     def series(self, name: str) -> list[dict[str, str]]:
         """Series of `name` seen over the last 10 minutes."""
         start = str(time.time() - 600)
         found: list[dict[str, str]] = self.api("series", **{"match[]": name, "start": start})
         return found
+
+
+def scraping(
+    operator: HostOperator,
+    directory: Path,
+    rule_groups: Sequence[dict[str, Any]] = (),
+    scrape_interval: str = "1s",
+) -> Prometheus:
+    """A Prometheus scraping both programs of a host operator as the chart's
+    ServiceMonitor would: each program's metrics endpoint, labelled with the release
+    namespace. The one place that knows where and how the operator serves /metrics."""
+    targets = {
+        "controller": operator.controller_metrics_port,
+        "webhook": operator.webhook_health_port,
+    }
+    labels = {"namespace": operator.namespace}
+    return Prometheus(directory, targets, labels, rule_groups, scrape_interval)
