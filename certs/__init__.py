@@ -12,17 +12,16 @@ Serving (all modes)::
     tls.not_after                          # expiry of the served certificate (metric)
     tls.reload()                           # reload now; True when a new cert is served
 
-Self-managed mode (before constructing ReloadingTLS)::
+Self-managed mode, run by the controller (docs/adr/0029), never by the webhook::
 
-    from trussium_operator.certs.authority import service_dns_names
     from trussium_operator.certs.selfmanaged import SelfManaged
-    manager = SelfManaged(api_client, namespace=ns, secret_name=WEBHOOK_SECRET_NAME,
-                          dns_names=service_dns_names(WEBHOOK_SERVICE_NAME, ns) + extra,
-                          ip_addresses=ips, webhook_config_names=[WEBHOOK_CONFIG_NAME],
-                          cert_dir=cert_dir)
-    await manager.ensure()                 # Secret, folder and caBundles; API errors raise
-    manager.on_files_changed = tls.reload  # optional: reload at once instead of next poll
-    task = asyncio.create_task(manager.run())   # renewals and other replicas' changes
+    keeper = SelfManaged(api_client, namespace=ns, secret_name=WEBHOOK_SECRET_NAME,
+                         ca_secret_name=WEBHOOK_CA_SECRET_NAME, dns_names=names,
+                         ip_addresses=ips, webhook_config_names=[WEBHOOK_CONFIG_NAME])
+    await keeper.ensure()                  # both Secrets and the caBundles; API errors raise
+    task = asyncio.create_task(keeper.run())    # renewals, every minute
+
+The webhook pods mount the serving Secret and serve it with ReloadingTLS.
 
 Command line: `certs.cli.add_certs_commands(subparsers)` mounts `certs
 generate` and `certs inject`; the chosen command sets `args.handler`, which
@@ -30,7 +29,7 @@ takes the parsed namespace and returns the exit code. `certs.cli.main_certs(argv
 runs them standalone.
 
 Modules: `authority` (CA and serving certificates, PEM helpers, renewal
-test; pure but for key generation), `rotation` (what the Secret should hold
-next; pure), `files` (the folder, atomic writes), `reload`, `inject`
+test; pure but for key generation), `rotation` (what the two Secrets should
+hold next; pure), `files` (the folder, atomic writes), `reload`, `inject`
 (caBundle patches), `selfmanaged`, `cli`.
 """

@@ -1,7 +1,7 @@
 """`trussium-webhook certs generate|inject`: certificates without cert-manager.
 
 `generate` writes a CA and a serving certificate into a folder (the layout
-`--cert-mode files` serves from); `inject` puts a CA bundle into the webhook
+`trussium-webhook serve --cert-dir` serves from); `inject` puts a CA bundle into the webhook
 configurations. Exit codes: 0 done, 1 failed, 2 usage error or unusable
 input (names, certificate files, kubeconfig).
 """

@@ -1,10 +1,14 @@
-"""What the self-managed Secret should hold next: the renewal decision, pure.
+"""What the self-managed Secrets should hold next: the renewal decision, pure.
 
-The Secret keeps a CA bundle (signing CA first, older CAs after it until
-they expire), the signing CA's key and the serving certificate. A renewed CA
-joins the bundle first and only signs the serving certificate once it has
-been trusted for `Lifetimes.ca_adoption_delay`, so every API server has the
-new bundle before any replica serves a certificate that needs it.
+Two Secrets (docs/adr/0029): the CA Secret keeps the CA bundle (signing CA
+first, older CAs after it) and the signing CA's key, and only the controller
+reads it; the serving Secret keeps the serving certificate and its key (plus
+the bundle as `ca.crt`), and the webhook pods mount it. A renewed CA joins the
+bundle first and only signs the serving certificate once it has been trusted
+for `Lifetimes.ca_adoption_delay`, so every API server has the new bundle
+before any pod serves a certificate that needs it. An older CA leaves the
+bundle once the serving certificate it signed has been replaced for
+`Lifetimes.propagation`, the time a Secret change takes to reach every pod.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from cryptography import x509
 
 from trussium_operator.certs.authority import (
     CA_VALIDITY,
+    CLOCK_SKEW_ALLOWANCE,
     RENEW_FRACTION,
     SERVING_VALIDITY,
     CertificateError,
@@ -32,9 +37,10 @@ from trussium_operator.certs.authority import (
 )
 
 SECRET_CA_CERT_KEY = "ca.crt"
-SECRET_CA_KEY_KEY = "ca.key"
 SECRET_TLS_CERT_KEY = "tls.crt"
 SECRET_TLS_KEY_KEY = "tls.key"
+# Where the webhook kept the CA key before ADR 0029: in the serving Secret.
+LEGACY_CA_KEY_KEY = "ca.key"
 CA_COMMON_NAME = "trussium-webhook-ca"
 
 
@@ -43,59 +49,75 @@ class Lifetimes:
     ca: timedelta = CA_VALIDITY
     serving: timedelta = SERVING_VALIDITY
     renew_fraction: float = RENEW_FRACTION
+    # How long a new CA is trusted before it signs: API servers see a new caBundle in seconds.
     ca_adoption_delay: timedelta = timedelta(hours=1)
+    # How long a new serving certificate takes to be served by every pod: the kubelet
+    # refreshes a mounted Secret within about a minute, the webhook polls every 5 s.
+    propagation: timedelta = timedelta(hours=1)
 
 
 DEFAULT_LIFETIMES = Lifetimes()
 
 
 @dataclass(frozen=True)
-class TLSMaterial:
-    """CA bundle, signing CA and serving certificate, as kept in the Secret."""
+class Authority:
+    """The CA Secret: the signing CA with its key, and older CAs still trusted."""
 
     signing_ca: KeyPair
-    serving: KeyPair
     older_cas: tuple[x509.Certificate, ...] = ()
 
     @property
-    def ca_bundle(self) -> tuple[x509.Certificate, ...]:
+    def bundle(self) -> tuple[x509.Certificate, ...]:
         return (self.signing_ca.certificate, *self.older_cas)
 
     @property
-    def ca_bundle_pem(self) -> bytes:
-        return encode_certificates(self.ca_bundle)
+    def bundle_pem(self) -> bytes:
+        return encode_certificates(self.bundle)
 
     def to_secret_data(self) -> dict[str, bytes]:
+        """As a `kubernetes.io/tls` Secret, the layout of cert-manager's CA Secrets."""
         return {
-            SECRET_TLS_CERT_KEY: self.serving.certificate_pem,
-            SECRET_TLS_KEY_KEY: self.serving.private_key_pem,
-            SECRET_CA_CERT_KEY: self.ca_bundle_pem,
-            SECRET_CA_KEY_KEY: self.signing_ca.private_key_pem,
+            SECRET_TLS_CERT_KEY: self.signing_ca.certificate_pem,
+            SECRET_TLS_KEY_KEY: self.signing_ca.private_key_pem,
+            SECRET_CA_CERT_KEY: self.bundle_pem,
         }
 
     @classmethod
-    def from_secret_data(cls, data: Mapping[str, bytes]) -> TLSMaterial:
-        missing = [
-            key
-            for key in (
-                SECRET_TLS_CERT_KEY,
-                SECRET_TLS_KEY_KEY,
-                SECRET_CA_CERT_KEY,
-                SECRET_CA_KEY_KEY,
-            )
-            if not data.get(key)
-        ]
-        if missing:
-            raise CertificateError(f"missing keys: {', '.join(missing)}")
-        bundle = decode_certificates(data[SECRET_CA_CERT_KEY])
-        signing_ca = decode_key_pair(encode_certificates(bundle[:1]), data[SECRET_CA_KEY_KEY])
-        serving = decode_key_pair(data[SECRET_TLS_CERT_KEY], data[SECRET_TLS_KEY_KEY])
-        return cls(signing_ca, serving, tuple(bundle[1:]))
+    def from_secret_data(cls, data: Mapping[str, bytes]) -> Authority:
+        _require(data, (SECRET_TLS_CERT_KEY, SECRET_TLS_KEY_KEY, SECRET_CA_CERT_KEY))
+        return cls._from(data[SECRET_CA_CERT_KEY], data[SECRET_TLS_KEY_KEY])
+
+    @classmethod
+    def from_legacy_secret_data(cls, data: Mapping[str, bytes]) -> Authority:
+        """The CA of a serving Secret written before ADR 0029 (bundle in ca.crt, key in ca.key)."""
+        _require(data, (SECRET_CA_CERT_KEY, LEGACY_CA_KEY_KEY))
+        return cls._from(data[SECRET_CA_CERT_KEY], data[LEGACY_CA_KEY_KEY])
+
+    @classmethod
+    def _from(cls, bundle_pem: bytes, key_pem: bytes) -> Authority:
+        bundle = decode_certificates(bundle_pem)
+        signing = decode_key_pair(encode_certificates(bundle[:1]), key_pem)
+        return cls(signing, tuple(bundle[1:]))
+
+
+def serving_secret_data(serving: KeyPair, authority: Authority) -> dict[str, bytes]:
+    """The serving Secret: what the webhook pods mount, never the CA key."""
+    return {
+        SECRET_TLS_CERT_KEY: serving.certificate_pem,
+        SECRET_TLS_KEY_KEY: serving.private_key_pem,
+        SECRET_CA_CERT_KEY: authority.bundle_pem,
+    }
+
+
+def serving_from_secret_data(data: Mapping[str, bytes]) -> KeyPair:
+    _require(data, (SECRET_TLS_CERT_KEY, SECRET_TLS_KEY_KEY))
+    return decode_key_pair(data[SECRET_TLS_CERT_KEY], data[SECRET_TLS_KEY_KEY])
 
 
 @dataclass(frozen=True)
 class Rotation:
-    material: TLSMaterial
+    authority: Authority
+    serving: KeyPair
     reasons: tuple[str, ...] = field(default=())
 
     @property
@@ -104,41 +126,45 @@ class Rotation:
 
 
 def rotate(
-    current: TLSMaterial | None,
+    authority: Authority | None,
+    serving: KeyPair | None,
     *,
     dns_names: Sequence[str],
     ip_addresses: Sequence[str],
     now: datetime,
     lifetimes: Lifetimes = DEFAULT_LIFETIMES,
 ) -> Rotation:
-    """The material to keep, with the reasons it differs from `current` (none: unchanged)."""
-    if current is None or current.signing_ca.certificate.not_valid_after_utc <= now:
+    """The CA and serving certificate to keep, with the reasons they differ (none: unchanged)."""
+
+    def issue(ca: KeyPair) -> KeyPair:
+        return issue_serving_certificate(ca, dns_names, ip_addresses, lifetimes.serving, now=now)
+
+    if authority is None or authority.signing_ca.certificate.not_valid_after_utc <= now:
         signing = generate_ca(CA_COMMON_NAME, lifetimes.ca, now=now)
-        serving = issue_serving_certificate(
-            signing, dns_names, ip_addresses, lifetimes.serving, now=now
-        )
-        return Rotation(TLSMaterial(signing, serving), ("no valid CA yet",))
+        return Rotation(Authority(signing), issue(signing), ("no valid CA yet",))
 
     reasons: list[str] = []
-    signing, serving = current.signing_ca, current.serving
-    older = tuple(ca for ca in current.older_cas if ca.not_valid_after_utc > now)
-    if len(older) != len(current.older_cas):
+    signing = authority.signing_ca
+    older = tuple(ca for ca in authority.older_cas if ca.not_valid_after_utc > now)
+    if len(older) != len(authority.older_cas):
         reasons.append("expired CAs dropped from the bundle")
-    problem = serving_certificate_problem(
-        serving.certificate,
-        (signing.certificate, *older),
-        dns_names,
-        ip_addresses,
-        now,
-        lifetimes.renew_fraction,
+    problem = (
+        "there is none"
+        if serving is None
+        else serving_certificate_problem(
+            serving.certificate,
+            (signing.certificate, *older),
+            dns_names,
+            ip_addresses,
+            now,
+            lifetimes.renew_fraction,
+        )
     )
     if needs_renewal(signing.certificate, now, lifetimes.renew_fraction):
         # A due serving certificate is refreshed by the outgoing CA, which every
         # client trusts already, so nothing needs the new CA before it is adopted.
         if problem is not None:
-            serving = issue_serving_certificate(
-                signing, dns_names, ip_addresses, lifetimes.serving, now=now
-            )
+            serving = issue(signing)
             reasons.append(f"serving certificate reissued: {problem}")
             problem = None
         older = (signing.certificate, *older)
@@ -146,13 +172,30 @@ def rotate(
         reasons.append("CA renewed")
     elif (
         problem is None
+        and serving is not None
         and not is_issued_by(serving.certificate, signing.certificate)
         and now - signing.certificate.not_valid_before_utc >= lifetimes.ca_adoption_delay
     ):
         problem = "the renewed CA is trusted everywhere by now"
-    if problem is not None:
-        serving = issue_serving_certificate(
-            signing, dns_names, ip_addresses, lifetimes.serving, now=now
-        )
+    if problem is not None or serving is None:
+        serving = issue(signing)
         reasons.append(f"serving certificate reissued: {problem}")
-    return Rotation(TLSMaterial(signing, serving, older), tuple(reasons))
+    needed = tuple(ca for ca in older if _still_needed(ca, serving.certificate, now, lifetimes))
+    if len(needed) != len(older):
+        reasons.append("CAs no serving certificate needs dropped from the bundle")
+    return Rotation(Authority(signing, needed), serving, tuple(reasons))
+
+
+def _still_needed(
+    ca: x509.Certificate, serving: x509.Certificate, now: datetime, lifetimes: Lifetimes
+) -> bool:
+    """A CA stays trusted while it signed the serving certificate, or while a pod may
+    still serve the one before it (the current one was issued less than `propagation` ago)."""
+    issued_at = serving.not_valid_before_utc + CLOCK_SKEW_ALLOWANCE
+    return is_issued_by(serving, ca) or now - issued_at < lifetimes.propagation
+
+
+def _require(data: Mapping[str, bytes], keys: Sequence[str]) -> None:
+    missing = [key for key in keys if not data.get(key)]
+    if missing:
+        raise CertificateError(f"missing keys: {', '.join(missing)}")

@@ -149,6 +149,7 @@ EVENT_NOTE_MAX_LENGTH: Final = 1024
 # The admission webhook's own objects (ADR 0001 flag defaults; the chart uses the same names).
 WEBHOOK_CONFIG_NAME: Final = "trussium-operator"
 WEBHOOK_SECRET_NAME: Final = "trussium-webhook-tls"
+WEBHOOK_CA_SECRET_NAME: Final = "trussium-webhook-ca"
 WEBHOOK_SERVICE_NAME: Final = "trussium-webhook"
 MUTATE_RUNTIME_PATH: Final = "/mutate-trussiumruntime"
 VALIDATE_RUNTIME_PATH: Final = "/validate-trussiumruntime"

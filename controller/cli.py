@@ -32,6 +32,7 @@ from trussium_operator.cmdline.options import (
     add_flag,
     add_version,
     env_bool,
+    env_list,
     fail,
     list_environment,
     package_version,
@@ -46,6 +47,7 @@ from trussium_operator.controller.machinery.leader import Timing
 from trussium_operator.controller.machinery.tokenbucket import TokenBucket
 from trussium_operator.controller.manager import Manager, Options
 from trussium_operator.controller.render_cmd import add_render_arguments, run_render
+from trussium_operator.controller.webhook_certificates import WebhookCertificates
 
 log = logging.getLogger("controller")
 PROGRAM = "trussium-controller"
@@ -135,6 +137,29 @@ def _run_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> N
         help="only the Lease holder reconciles (default: on)",
     )
     run.add_argument(
+        "--webhook-certificates",
+        action=argparse.BooleanOptionalAction,
+        default=env_bool("--webhook-certificates", False),
+        help="create, renew and inject the webhook's CA and serving certificate "
+        "(the chart's selfManaged mode; default: off)",
+    )
+    for flag, default, help_text in (
+        ("--webhook-namespace", None, "where the webhook runs (default: the pod's)"),
+        ("--webhook-secret-name", c.WEBHOOK_SECRET_NAME, "the serving Secret the webhook mounts"),
+        ("--webhook-ca-secret-name", c.WEBHOOK_CA_SECRET_NAME, "the CA and its key"),
+        ("--webhook-service-name", c.WEBHOOK_SERVICE_NAME, "names the certificate is valid for"),
+    ):
+        add_flag(run, flag, default=default, help=help_text)
+    for flag, help_text in (
+        (
+            "--webhook-config-name",
+            f"configurations to inject into (default {c.WEBHOOK_CONFIG_NAME})",
+        ),
+        ("--webhook-dns-name", "extra certificate DNS name"),
+        ("--webhook-ip-address", "extra certificate IP address"),
+    ):
+        run.add_argument(flag, action="append", help=f"{help_text} (repeatable)")
+    run.add_argument(
         "--go-operator-exclusion",
         action=argparse.BooleanOptionalAction,
         default=env_bool("--go-operator-exclusion", True),
@@ -196,6 +221,23 @@ def options_from(args: argparse.Namespace) -> Options:
             else None
         ),
         check_secret_references=bool(args.check_secret_references),
+        webhook_certificates=webhook_certificates_from(args),
+    )
+
+
+def webhook_certificates_from(args: argparse.Namespace) -> WebhookCertificates | None:
+    if not args.webhook_certificates:
+        return None
+    return WebhookCertificates(
+        namespace=args.webhook_namespace or _default_namespace(),
+        secret_name=args.webhook_secret_name,
+        ca_secret_name=args.webhook_ca_secret_name,
+        service_name=args.webhook_service_name,
+        config_names=tuple(
+            args.webhook_config_name or env_list("--webhook-config-name", [c.WEBHOOK_CONFIG_NAME])
+        ),
+        extra_dns_names=tuple(args.webhook_dns_name or env_list("--webhook-dns-name")),
+        ip_addresses=tuple(args.webhook_ip_address or env_list("--webhook-ip-address")),
     )
 
 

@@ -43,6 +43,7 @@ from trussium_operator.controller.recorder import Recorder
 from trussium_operator.controller.runtime_metrics import register_runtime_metrics
 from trussium_operator.controller.secret_presence import SecretPresence
 from trussium_operator.controller.watches import SECRETS_ROLE, Caches, Mapper, Watch, watch_table
+from trussium_operator.controller.webhook_certificates import WebhookCertificates
 
 log = logging.getLogger("controller.manager")
 # The shutdown budget (docs/operations.md): in-flight reconciles get DRAIN_SECONDS
@@ -74,6 +75,8 @@ class Options:
     exclusion_lease: LeaseSearch | None = field(default_factory=LeaseSearch)
     # False: no Secret is ever listed or watched (an install without Secret rights, ADR 0028).
     check_secret_references: bool = True
+    # Keep the webhook's self-managed certificates (docs/adr/0029); None: someone else does.
+    webhook_certificates: WebhookCertificates | None = None
 
 
 class Manager:
@@ -102,6 +105,9 @@ class Manager:
             )
             if options.exclusion_lease
             else None
+        )
+        self.certificates = (
+            options.webhook_certificates.keeper(kube.api) if options.webhook_certificates else None
         )
         self.elector = (
             LeaderElector(
@@ -198,6 +204,8 @@ class Manager:
             informer_tasks.append(asyncio.create_task(self._look_up_secrets()))
         if self.gate:
             informer_tasks.append(asyncio.create_task(self.gate.run()))
+        if self.certificates:
+            informer_tasks.append(asyncio.create_task(self.certificates.run()))
         try:
             return await self._lead_and_work(stop)
         finally:

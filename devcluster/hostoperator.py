@@ -8,6 +8,8 @@ works here works with the chart's least-privilege permissions, not as admin.
 Both serve /metrics as the chart has them do, over HTTPS behind the API
 server's reviews; `scrape` reads it with the token of `metrics_reader`, a
 ServiceAccount the chart binds to its metrics-viewer ClusterRole.
+The controller keeps the webhook's certificates; the kubelet's part, mounting
+the serving Secret into the webhook, is `devcluster.secretmount`'s.
 Used by the demo and by the tests that prove the chart's RBAC.
 """
 
@@ -22,9 +24,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Self
 
+import yaml
+
 from devcluster.controlplane import ControlPlane
 from devcluster.layout import free_port
 from devcluster.process import Process
+from devcluster.secretmount import SecretMount
 
 REPO = Path(__file__).resolve().parents[1]
 CHART = REPO / "charts" / "trussium-operator"
@@ -33,12 +38,18 @@ CRD_NAME = "trussiumruntimes.runtime.trussium.io"
 HOST = "127.0.0.1"
 READY_TIMEOUT_SECONDS = 90.0
 TOKEN_DURATION = "24h"
-WIRING_TEMPLATES = (
-    "templates/serviceaccounts.yaml",
-    "templates/rbac-controller.yaml",
-    "templates/rbac-webhook.yaml",
-    "templates/rbac-metrics.yaml",
-    "templates/webhook-configurations.yaml",
+# What the programs need from the chart when they run on the host: their identities,
+# their RBAC and the webhook configurations (a template may render nothing).
+WIRING_KINDS = frozenset(
+    {
+        "ServiceAccount",
+        "Role",
+        "RoleBinding",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "MutatingWebhookConfiguration",
+        "ValidatingWebhookConfiguration",
+    }
 )
 
 
@@ -117,6 +128,7 @@ class HostOperator:
         self._dir = plane.directory / f"host-operator-{release}"
         self._processes: list[Process] = []
         self._reader_token: str | None = None
+        self._mount: SecretMount | None = None
 
     @property
     def controller_account(self) -> str:
@@ -157,11 +169,11 @@ class HostOperator:
         if self.watch_namespace:
             values.append(f"watchNamespace={self.watch_namespace}")
         args = ["template", self.release, str(CHART), "--namespace", self.namespace]
-        for template in WIRING_TEMPLATES:
-            args += ["--show-only", template]
         for value in values:
             args += ["--set", value]
-        return self.plane.helm(*args).stdout
+        objects = yaml.safe_load_all(self.plane.helm(*args).stdout)
+        items = [o for o in objects if o and o.get("kind") in WIRING_KINDS]
+        return json.dumps({"apiVersion": "v1", "kind": "List", "items": items})
 
     def token(self, account: str) -> str:
         """A token of the ServiceAccount `account` in `namespace`."""
@@ -194,14 +206,25 @@ class HostOperator:
         }
         self.plane.kubectl("apply", "--server-side", "-f", "-", input=json.dumps(reader))
         try:
-            self._start_webhook()
+            # The controller creates the webhook's certificates (docs/adr/0029).
             self._start_controller()
+            self._mount = SecretMount(
+                self.plane, self.namespace, f"{self.release}-webhook-tls", self._cert_dir
+            ).start()
+            self._start_webhook()
         except BaseException:
             self.stop()
             raise
         return self
 
+    @property
+    def _cert_dir(self) -> Path:
+        return self._dir / "webhook-certs"
+
     def stop(self) -> None:
+        if self._mount is not None:
+            self._mount.stop()
+            self._mount = None
         for process in reversed(self._processes):
             process.terminate()
         for process in reversed(self._processes):
@@ -226,13 +249,7 @@ class HostOperator:
             "webhook",
             [
                 _script("trussium-webhook"), "serve",
-                "--cert-mode", "self-managed",
-                "--cert-dir", str(self._dir / "webhook-certs"),
-                "--namespace", self.namespace,
-                "--secret-name", f"{self.release}-webhook-tls",
-                "--service-name", f"{self.release}-webhook",
-                "--ip-address", HOST,
-                "--webhook-config-name", self.release,
+                "--cert-dir", str(self._cert_dir),
                 "--operator-username", self.controller_username,
                 "--kubeconfig", str(self.token_kubeconfig(self.webhook_account)),
                 "--bind-address", f"{HOST}:{self.webhook_port}",
@@ -253,6 +270,13 @@ class HostOperator:
             "--metrics-bind-address", f"{HOST}:{self.controller_metrics_port}",
             f"--metrics-secure={self.metrics_secure}",
             "--health-probe-bind-address", f"{HOST}:{self.controller_health_port}",
+            "--webhook-certificates",
+            "--webhook-namespace", self.namespace,
+            "--webhook-secret-name", f"{self.release}-webhook-tls",
+            "--webhook-ca-secret-name", f"{self.release}-webhook-ca",
+            "--webhook-service-name", f"{self.release}-webhook",
+            "--webhook-config-name", self.release,
+            "--webhook-ip-address", HOST,
         ]  # fmt: skip
         if self.watch_namespace:
             argv += ["--watch-namespace", self.watch_namespace]
@@ -270,7 +294,7 @@ class HostOperator:
         raise RuntimeError(f"{process.name} not ready at {url} in {READY_TIMEOUT_SECONDS:.0f}s")
 
     def _wait_for_ca_bundle(self, process: Process) -> None:
-        """The TrussiumRuntime hooks fail closed: wait until the webhook injected its CA."""
+        """The TrussiumRuntime hooks fail closed: wait until the controller injected the CA."""
         deadline = time.monotonic() + READY_TIMEOUT_SECONDS
         while time.monotonic() < deadline:
             if process.exit_code() is not None:
@@ -282,4 +306,4 @@ class HostOperator:
             if hooks and all(h.get("clientConfig", {}).get("caBundle") for h in hooks):
                 return
             time.sleep(0.3)
-        raise RuntimeError("the webhook did not inject its CA bundle in time")
+        raise RuntimeError("the controller did not inject the CA bundle in time")

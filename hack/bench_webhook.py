@@ -78,7 +78,6 @@ def start_server(
                 "-m",
                 "trussium_operator.webhook.cli",
                 "serve",
-                "--cert-mode=files",
                 f"--cert-dir={cert_dir}",
                 f"--bind-address=127.0.0.1:{port}",
                 f"--health-bind-address=127.0.0.1:{health_port}",

@@ -3,8 +3,8 @@
 What the Go operator's releases ship as `dist/install.yaml` (its kustomize
 bundle): everything in one file for `kubectl apply --server-side -f`, in the
 namespace `trussium-operator-system`. Ours is the chart itself, rendered by
-`helm template` with its default values (self-managed certificates, the CRD
-included) and one change: the CRD without `helm.sh/resource-policy: keep`,
+`helm template` with its default values (certificates self-managed by the
+controller, the CRD included) and one change: the CRD without `helm.sh/resource-policy: keep`,
 which only Helm reads. So the bundle follows every change to the chart.
 A Namespace comes first, enforcing the restricted Pod Security Standard that
 both programs' Pods meet. ADR 0031.

@@ -11,7 +11,6 @@ import argparse
 import asyncio
 import functools
 import logging
-import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -38,16 +37,10 @@ from trussium_operator.cmdline.options import (
     add_flag,
     add_version,
     env_bool,
-    env_list,
     fail,
     list_environment,
 )
 from trussium_operator.cmdline.secure_metrics import add_metrics_flags, metrics_options
-from trussium_operator.common.constants import (
-    WEBHOOK_CONFIG_NAME,
-    WEBHOOK_SECRET_NAME,
-    WEBHOOK_SERVICE_NAME,
-)
 from trussium_operator.webhook.offline import add_validate_command
 
 PROGRAM = "trussium-webhook"
@@ -66,25 +59,10 @@ def _add_serve_command(subparsers: "argparse._SubParsersAction[argparse.Argument
     )
     add_metrics_flags(serve_parser)
     add(
-        "--cert-mode",
-        choices=("self-managed", "files"),
-        default="self-managed",
-        help="self-managed: CA and certificate kept in a Secret; files: served from --cert-dir",
-    )
-    add("--cert-dir", type=Path, default=None, help="folder with tls.crt and tls.key")
-    add("--namespace", default=os.environ.get("POD_NAMESPACE", ""))
-    add("--secret-name", default=WEBHOOK_SECRET_NAME)
-    add("--service-name", default=WEBHOOK_SERVICE_NAME)
-    serve_parser.add_argument(
-        "--dns-name", action="append", help="extra certificate DNS name (repeatable)"
-    )
-    serve_parser.add_argument(
-        "--ip-address", action="append", help="extra certificate IP address (repeatable)"
-    )
-    serve_parser.add_argument(
-        "--webhook-config-name",
-        action="append",
-        help=f"webhook configurations to inject the CA into (default {WEBHOOK_CONFIG_NAME})",
+        "--cert-dir",
+        type=Path,
+        default="/run/trussium/certs",
+        help="folder with tls.crt and tls.key (the mounted serving Secret), reloaded on change",
     )
     add(
         "--operator-username",
@@ -190,23 +168,14 @@ def _serve(args: argparse.Namespace) -> int:
         return fail(PROGRAM, error)
     if args.max_connections < 1:
         return fail(PROGRAM, "--max-connections must be at least 1")
-    if args.cert_mode == "files" and args.cert_dir is not None and not args.cert_dir.is_dir():
+    if not Path(args.cert_dir).is_dir():
         return fail(PROGRAM, f"--cert-dir {args.cert_dir}: not a folder")
     options = server.ServeOptions(
         operator_username=args.operator_username,
         bind_address=args.bind_address,
         health_bind_address=args.health_bind_address,
         metrics=metrics,
-        cert_mode=args.cert_mode,
-        cert_dir=args.cert_dir,
-        namespace=args.namespace,
-        secret_name=args.secret_name,
-        service_name=args.service_name,
-        dns_names=tuple(args.dns_name or env_list("--dns-name")),
-        ip_addresses=tuple(args.ip_address or env_list("--ip-address")),
-        webhook_config_names=tuple(
-            args.webhook_config_name or env_list("--webhook-config-name", [WEBHOOK_CONFIG_NAME])
-        ),
+        cert_dir=Path(args.cert_dir),
         kubeconfig=args.kubeconfig,
         max_request_bytes=args.max_request_bytes,
         memory_budget_bytes=args.memory_budget_bytes,

@@ -11,21 +11,14 @@ listener closes and in-flight admissions get `shutdown_timeout` seconds.
 import asyncio
 import logging
 import ssl
-import tempfile
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
 
-import aiohttp
 from aiohttp import web
 from kubernetes_asyncio import client
-from kubernetes_asyncio.client.exceptions import ApiException
 
-from trussium_operator.certs.authority import CertificateError, service_dns_names
-from trussium_operator.certs.inject import ConflictError, describe
+from trussium_operator.certs.authority import CertificateError
 from trussium_operator.certs.reload import ReloadingTLS
-from trussium_operator.certs.selfmanaged import SelfManaged
 from trussium_operator.cmdline.addresses import split_address
 from trussium_operator.cmdline.health import DISABLED
 from trussium_operator.cmdline.kubeconfig import new_api_client
@@ -41,18 +34,10 @@ from trussium_operator.cmdline.listener import Listener, listen
 from trussium_operator.cmdline.options import ConfigurationError
 from trussium_operator.cmdline.secure_metrics import MetricsOptions, metrics_endpoint
 from trussium_operator.cmdline.stopping import stop_on_signals, until_stopped
-from trussium_operator.common.constants import (
-    WEBHOOK_CONFIG_NAME,
-    WEBHOOK_SECRET_NAME,
-    WEBHOOK_SERVICE_NAME,
-)
 from trussium_operator.webhook.app import AdmissionSettings, create_admission_app, create_health_app
 from trussium_operator.webhook.budget import MemoryBudget
 from trussium_operator.webhook.metrics import WebhookMetrics
 from trussium_operator.webhook.secret_names import secret_names_lister
-
-CertMode = Literal["self-managed", "files"]
-SELF_MANAGED_RETRY_SECONDS = 5.0
 
 log = logging.getLogger(__name__)
 
@@ -60,17 +45,11 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class ServeOptions:
     operator_username: str
+    # tls.crt and tls.key: the mounted serving Secret (docs/certificates.md).
+    cert_dir: Path
     bind_address: str = "0.0.0.0:9443"
     health_bind_address: str = "0.0.0.0:8081"
     metrics: MetricsOptions = field(default_factory=MetricsOptions)
-    cert_mode: CertMode = "self-managed"
-    cert_dir: Path | None = None
-    namespace: str = ""
-    secret_name: str = WEBHOOK_SECRET_NAME
-    service_name: str = WEBHOOK_SERVICE_NAME
-    dns_names: tuple[str, ...] = ()
-    ip_addresses: tuple[str, ...] = ()
-    webhook_config_names: tuple[str, ...] = (WEBHOOK_CONFIG_NAME,)
     kubeconfig: str | None = None
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
     memory_budget_bytes: int = DEFAULT_MEMORY_BUDGET_BYTES
@@ -97,15 +76,12 @@ class _State:
 async def serve(options: ServeOptions, stop: asyncio.Event | None = None) -> None:
     """Serve until SIGTERM/SIGINT (or `stop` is set)."""
     stop = stop or stop_on_signals()
-    if options.cert_mode == "self-managed" and not options.namespace:
-        raise ConfigurationError("--cert-mode self-managed needs --namespace (or POD_NAMESPACE)")
-    if options.cert_mode == "files" and options.cert_dir is None:
-        raise ConfigurationError("--cert-mode files needs --cert-dir")
     metrics = WebhookMetrics()
     state = _State()
-    api_client = await _api_client(options.kubeconfig)
-    if options.cert_mode == "self-managed" and api_client is None:
-        raise ConfigurationError("--cert-mode self-managed needs access to the API server")
+    # Only the opt-in missing-Secret warning and the metrics' access reviews talk to
+    # the API server.
+    reviews = options.metrics.secure and options.metrics.address != DISABLED
+    api_client = await _api_client(options.kubeconfig) if options.secret_lookup or reviews else None
     endpoint = metrics_endpoint(options.metrics, metrics.registry, lambda: api_client)
     health = await start_site(
         create_health_app(state.ready),
@@ -126,36 +102,30 @@ async def serve(options: ServeOptions, stop: asyncio.Event | None = None) -> Non
     )
     admission_runner: Listener | None = None
     try:
-        with tempfile.TemporaryDirectory(prefix="trussium-webhook-") as scratch:
-            cert_dir = options.cert_dir or Path(scratch)
-            await until_stopped(stop, _load_tls(options, state, api_client, cert_dir))
-            if state.tls is None:  # stopped first
-                return
-            tls = state.tls
-            metrics.certificate_expiry.set_function(lambda: tls.not_after.timestamp())
-            settings = AdmissionSettings(
-                operator_username=options.operator_username,
-                max_request_bytes=options.max_request_bytes,
-                body_timeout=options.body_timeout,
-                budget=MemoryBudget(options.memory_budget_bytes, options.budget_wait),
-                secret_names=(
-                    secret_names_lister(api_client)
-                    if api_client and options.secret_lookup
-                    else None
-                ),
-            )
-            admission_runner = await start_site(
-                create_admission_app(settings, metrics),
-                options.bind_address,
-                tls.context,
-                options.shutdown_timeout,
-                limits=options.limits,
-                metrics=metrics,
-            )
-            log.info(
-                "serving admission reviews", extra={"fields": {"address": options.bind_address}}
-            )
-            await stop.wait()
+        await until_stopped(stop, _load_tls(options, state))
+        if state.tls is None:  # stopped first
+            return
+        tls = state.tls
+        metrics.certificate_expiry.set_function(lambda: tls.not_after.timestamp())
+        settings = AdmissionSettings(
+            operator_username=options.operator_username,
+            max_request_bytes=options.max_request_bytes,
+            body_timeout=options.body_timeout,
+            budget=MemoryBudget(options.memory_budget_bytes, options.budget_wait),
+            secret_names=(
+                secret_names_lister(api_client) if api_client and options.secret_lookup else None
+            ),
+        )
+        admission_runner = await start_site(
+            create_admission_app(settings, metrics),
+            options.bind_address,
+            tls.context,
+            options.shutdown_timeout,
+            limits=options.limits,
+            metrics=metrics,
+        )
+        log.info("serving admission reviews", extra={"fields": {"address": options.bind_address}})
+        await stop.wait()
     finally:
         state.stopping = True
         for task in state.tasks:
@@ -175,55 +145,20 @@ async def serve(options: ServeOptions, stop: asyncio.Event | None = None) -> Non
         log.info("webhook stopped")
 
 
-async def _load_tls(
-    options: ServeOptions, state: _State, api_client: client.ApiClient | None, cert_dir: Path
-) -> None:
-    """Make the certificate folder current (self-managed mode), then load and watch it."""
-    manager: SelfManaged | None = None
-    if options.cert_mode == "self-managed" and api_client is not None:
-        manager = SelfManaged(
-            api_client,
-            namespace=options.namespace,
-            secret_name=options.secret_name,
-            dns_names=[
-                *service_dns_names(options.service_name, options.namespace),
-                *options.dns_names,
-            ],
-            ip_addresses=options.ip_addresses,
-            webhook_config_names=options.webhook_config_names,
-            cert_dir=cert_dir,
-        )
-        await _retry(manager.ensure, "self-managed certificate")
-    while True:  # a mounted Secret (cert-manager) may appear after the pod starts
+async def _load_tls(options: ServeOptions, state: _State) -> None:
+    """Load the certificate folder, waiting until it is usable, then watch it."""
+    while True:  # a mounted Secret may be filled after the pod starts
         try:
-            tls = ReloadingTLS(cert_dir, poll_seconds=options.tls_poll_seconds)
+            tls = ReloadingTLS(options.cert_dir, poll_seconds=options.tls_poll_seconds)
             break
         except CertificateError as error:
             log.warning(
                 "waiting for a usable certificate",
-                extra={"fields": {"cert_dir": str(cert_dir), "error": str(error)}},
+                extra={"fields": {"cert_dir": str(options.cert_dir), "error": str(error)}},
             )
             await asyncio.sleep(options.tls_poll_seconds)
     state.tasks.append(asyncio.create_task(tls.run()))
-    if manager is not None:
-        manager.on_files_changed = tls.reload
-        state.tasks.append(asyncio.create_task(manager.run()))
     state.tls = tls
-
-
-async def _retry(attempt: Callable[[], Awaitable[Any]], what: str) -> None:
-    while True:
-        try:
-            await attempt()
-            return
-        except (ApiException, ConflictError, aiohttp.ClientError, OSError) as error:
-            log.warning(
-                "%s not ready, retrying in %.0fs",
-                what,
-                SELF_MANAGED_RETRY_SECONDS,
-                extra={"fields": {"error": f"{type(error).__name__}: {describe(error)}"}},
-            )
-            await asyncio.sleep(SELF_MANAGED_RETRY_SECONDS)
 
 
 async def start_site(

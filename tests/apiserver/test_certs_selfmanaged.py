@@ -1,4 +1,5 @@
-"""Self-managed certificates and caBundle injection on the real API server."""
+"""Self-managed certificates (kept by the controller) and caBundle injection on the
+real API server."""
 
 from __future__ import annotations
 
@@ -13,16 +14,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cryptography.hazmat.primitives.serialization import Encoding
 from kubernetes_asyncio import client
 
 from devcluster import ControlPlane
 from trussium_operator.certs.authority import decode_certificates, is_issued_by
 from trussium_operator.certs.cli import main_certs
+from trussium_operator.certs.inject import inject_ca_bundle
+from trussium_operator.certs.rotation import rotate, serving_secret_data
 from trussium_operator.certs.selfmanaged import SelfManaged
 
 pytestmark = pytest.mark.api
 
 SECRET = "trussium-webhook-tls"
+CA_SECRET = "trussium-webhook-ca"
 DNS = ["trussium-webhook.ops.svc"]
 IPS = ["127.0.0.1"]
 KINDS = ("mutatingwebhookconfiguration", "validatingwebhookconfiguration")
@@ -87,24 +92,25 @@ def resource_versions(plane: ControlPlane, namespace: str, name: str) -> list[st
         versions.append(
             plane.kubectl("get", kind, name, "-o", "jsonpath={.metadata.resourceVersion}").stdout
         )
-    versions.append(
-        plane.kubectl(
-            "-n", namespace, "get", "secret", SECRET, "-o", "jsonpath={.metadata.resourceVersion}"
-        ).stdout
-    )
+    for secret in (SECRET, CA_SECRET):
+        versions.append(
+            plane.kubectl(
+                "-n",
+                namespace,
+                "get",
+                "secret",
+                secret,
+                "-o",
+                "jsonpath={.metadata.resourceVersion}",
+            ).stdout
+        )
     return versions
 
 
-def secret_data(plane: ControlPlane, namespace: str) -> dict[str, bytes]:
-    secret = json.loads(
-        plane.kubectl("-n", namespace, "get", "secret", SECRET, "-o", "json").stdout
-    )
+def secret_data(plane: ControlPlane, namespace: str, name: str = SECRET) -> dict[str, bytes]:
+    secret = json.loads(plane.kubectl("-n", namespace, "get", "secret", name, "-o", "json").stdout)
     assert secret["type"] == "kubernetes.io/tls"
     return {key: base64.b64decode(value) for key, value in secret["data"].items()}
-
-
-def file_stamps(folder: Path) -> dict[str, int]:
-    return {path.name: path.stat().st_mtime_ns for path in folder.iterdir()}
 
 
 class Clock:
@@ -121,17 +127,16 @@ def replica(
     api_client: client.ApiClient,
     namespace: str,
     config_name: str,
-    cert_dir: Path,
     clock: Callable[[], datetime] = lambda: datetime.now(UTC),
 ) -> SelfManaged:
     return SelfManaged(
         api_client,
         namespace=namespace,
         secret_name=SECRET,
+        ca_secret_name=CA_SECRET,
         dns_names=DNS,
         ip_addresses=IPS,
         webhook_config_names=[config_name],
-        cert_dir=cert_dir,
         clock=clock,
     )
 
@@ -141,97 +146,99 @@ async def test_replicas_starting_together_share_one_ca(
     plane: ControlPlane,
     namespace: str,
     config_name: str,
-    tmp_path: Path,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    replicas = [replica(api_client, namespace, config_name, tmp_path / str(i)) for i in range(4)]
+    replicas = [replica(api_client, namespace, config_name) for _ in range(4)]
     with caplog.at_level(logging.INFO, logger="trussium_operator.certs.selfmanaged"):
         assert await asyncio.gather(*(r.ensure() for r in replicas)) == [True] * 4
-    # The race really happened: losers of the create adopted the winner's Secret.
-    assert "another replica updated Secret" in caplog.text
+    # The race really happened: losers of the create read the winner's Secrets.
+    assert "a Secret changed under us" in caplog.text
 
-    stored = secret_data(plane, namespace)
-    for i in range(4):
-        assert (tmp_path / str(i) / "ca.crt").read_bytes() == stored["ca.crt"]
-        assert (tmp_path / str(i) / "tls.crt").read_bytes() == stored["tls.crt"]
-    assert len(decode_certificates(stored["ca.crt"])) == 1
-    assert ca_bundles(plane, config_name) == [stored["ca.crt"]] * 4
+    authority = secret_data(plane, namespace, CA_SECRET)
+    serving = secret_data(plane, namespace)
+    assert len(decode_certificates(authority["ca.crt"])) == 1
+    assert serving["ca.crt"] == authority["ca.crt"]
+    ca = decode_certificates(authority["tls.crt"])[0]
+    assert is_issued_by(decode_certificates(serving["tls.crt"])[0], ca)
+    assert "ca.key" not in serving
+    assert authority["tls.key"] not in serving.values(), "the CA key is not in the serving Secret"
+    assert ca_bundles(plane, config_name) == [authority["ca.crt"]] * 4
 
 
 async def test_a_second_pass_with_nothing_to_do_writes_nothing(
-    api_client: client.ApiClient,
-    plane: ControlPlane,
-    namespace: str,
-    config_name: str,
-    tmp_path: Path,
+    api_client: client.ApiClient, plane: ControlPlane, namespace: str, config_name: str
 ) -> None:
-    manager = replica(api_client, namespace, config_name, tmp_path)
+    manager = replica(api_client, namespace, config_name)
     assert await manager.ensure()
     before = resource_versions(plane, namespace, config_name)
-    files_before = file_stamps(tmp_path)
     assert await manager.ensure()
     assert resource_versions(plane, namespace, config_name) == before
-    assert file_stamps(tmp_path) == files_before
 
 
-async def test_ca_rotation_publishes_both_cas_before_serving_from_the_new_one(
-    api_client: client.ApiClient,
-    plane: ControlPlane,
-    namespace: str,
-    config_name: str,
-    tmp_path: Path,
+async def test_ca_rotation_trusts_the_new_ca_first_and_drops_the_old_one_after(
+    api_client: client.ApiClient, plane: ControlPlane, namespace: str, config_name: str
 ) -> None:
     clock = Clock()
-    manager = replica(api_client, namespace, config_name, tmp_path, clock)
+    manager = replica(api_client, namespace, config_name, clock)
     assert await manager.ensure()
-    old_ca = decode_certificates(secret_data(plane, namespace)["ca.crt"])[0]
+    old_ca = decode_certificates(secret_data(plane, namespace, CA_SECRET)["ca.crt"])[0]
 
     clock.now += timedelta(days=1300)  # less than a third of the CA's five years left
     assert await manager.ensure()
-    stored = secret_data(plane, namespace)
-    new_ca, kept = decode_certificates(stored["ca.crt"])
+    bundle = secret_data(plane, namespace, CA_SECRET)["ca.crt"]
+    new_ca, kept = decode_certificates(bundle)
     assert kept == old_ca
-    assert ca_bundles(plane, config_name) == [stored["ca.crt"]] * 4
-    served = decode_certificates((tmp_path / "tls.crt").read_bytes())[0]
+    assert ca_bundles(plane, config_name) == [bundle] * 4
+    served = decode_certificates(secret_data(plane, namespace)["tls.crt"])[0]
     assert is_issued_by(served, old_ca)
 
     clock.now += timedelta(hours=2)  # the new CA has been trusted long enough
     assert await manager.ensure()
-    served = decode_certificates((tmp_path / "tls.crt").read_bytes())[0]
+    served = decode_certificates(secret_data(plane, namespace)["tls.crt"])[0]
     assert is_issued_by(served, new_ca)
-    assert secret_data(plane, namespace)["tls.crt"] == (tmp_path / "tls.crt").read_bytes()
-    assert ca_bundles(plane, config_name) == [stored["ca.crt"]] * 4
+    assert ca_bundles(plane, config_name) == [bundle] * 4, "pods may still serve the old one"
+
+    clock.now += timedelta(hours=2)  # every pod has the new serving certificate by now
+    assert await manager.ensure()
+    assert ca_bundles(plane, config_name) == [new_ca.public_bytes(Encoding.PEM)] * 4
+    assert secret_data(plane, namespace)["ca.crt"] == new_ca.public_bytes(Encoding.PEM)
 
 
-async def test_running_replica_follows_a_rotation_by_another(
-    api_client: client.ApiClient, namespace: str, config_name: str, tmp_path: Path
+async def test_a_serving_secret_from_before_adr_0029_keeps_its_ca_and_loses_the_key(
+    api_client: client.ApiClient, plane: ControlPlane, namespace: str, config_name: str
 ) -> None:
-    follower = replica(api_client, namespace, config_name, tmp_path / "follower")
-    changed = asyncio.Event()
-    follower.on_files_changed = changed.set
-    assert await follower.ensure()
-    changed.clear()
-    task = asyncio.create_task(follower.run())
-    try:
-        clock = Clock()
-        clock.now += timedelta(days=300)  # the serving certificate is due
-        assert await replica(
-            api_client, namespace, config_name, tmp_path / "leader", clock
-        ).ensure()
-        async with asyncio.timeout(30):
-            await changed.wait()
-    finally:
-        task.cancel()
-    leader_cert = (tmp_path / "leader" / "tls.crt").read_bytes()
-    assert (tmp_path / "follower" / "tls.crt").read_bytes() == leader_cert
+    """The layout the webhook wrote itself: one Secret with the CA key beside tls.key."""
+    legacy = rotate(None, None, dns_names=DNS, ip_addresses=IPS, now=datetime.now(UTC))
+    data = {
+        **serving_secret_data(legacy.serving, legacy.authority),
+        "ca.key": legacy.authority.signing_ca.private_key_pem,
+    }
+    body = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": SECRET},
+        "type": "kubernetes.io/tls",
+        "data": {key: base64.b64encode(value).decode() for key, value in data.items()},
+    }
+    plane.kubectl("-n", namespace, "create", "-f", "-", input=json.dumps(body))
+    await inject_ca_bundle(api_client, [config_name], data["ca.crt"])
+    bundles_before = ca_bundles(plane, config_name)
+
+    assert await replica(api_client, namespace, config_name).ensure()
+    serving = secret_data(plane, namespace)
+    assert sorted(serving) == ["ca.crt", "tls.crt", "tls.key"]
+    assert serving["tls.crt"] == data["tls.crt"], "the served certificate is kept"
+    authority = secret_data(plane, namespace, CA_SECRET)
+    assert authority["tls.key"] == data["ca.key"]
+    assert ca_bundles(plane, config_name) == bundles_before, "nothing the API server trusts changed"
 
 
-async def test_missing_webhook_configuration_still_writes_the_folder(
-    api_client: client.ApiClient, namespace: str, tmp_path: Path
+async def test_missing_webhook_configuration_still_writes_the_secrets(
+    api_client: client.ApiClient, plane: ControlPlane, namespace: str
 ) -> None:
-    manager = replica(api_client, namespace, f"absent-{secrets.token_hex(4)}", tmp_path)
+    manager = replica(api_client, namespace, f"absent-{secrets.token_hex(4)}")
     assert not await manager.ensure()
-    assert (tmp_path / "tls.crt").exists()
+    assert "tls.key" in secret_data(plane, namespace)
 
 
 def test_cli_inject_patches_both_kinds_once(

@@ -311,12 +311,7 @@ async def test_forced_renewal_while_admissions_stream(
             "webhook",
             [
                 str(Path(sys.executable).parent / "trussium-webhook"), "serve",
-                "--cert-mode", "files",
                 "--cert-dir", str(folder),
-                "--namespace", namespace,
-                "--secret-name", secret,
-                "--service-name", f"{name}-webhook",
-                "--webhook-config-name", name,
                 "--operator-username", f"system:serviceaccount:{namespace}:{name}-controller",
                 "--kubeconfig", str(plane.token_kubeconfig(token, f"{release}-webhook")),
                 "--bind-address", f"{HOST}:{port}",

@@ -82,6 +82,8 @@ def test_by_default_https_on_8443_behind_reviews(plane: ControlPlane, namespace:
     }
     subjects = find(objects, "ClusterRoleBinding", f"{name}-access-reviews")["subjects"]
     assert {s["name"] for s in subjects} == {f"{name}-controller", f"{name}-webhook"}
+    webhook_pod = find(objects, "Deployment", f"{name}-webhook")["spec"]["template"]["spec"]
+    assert webhook_pod["automountServiceAccountToken"] is True, "the reviews need its token"
 
 
 def test_plain_http_only_when_asked_for(plane: ControlPlane, namespace: str) -> None:
@@ -102,6 +104,8 @@ def test_plain_http_only_when_asked_for(plane: ControlPlane, namespace: str) -> 
     assert endpoint["scheme"] == "http"
     assert not {"tlsConfig", "bearerTokenFile", "authorization"} & endpoint.keys()
     assert not [o for o in objects if o["metadata"]["name"] == f"{name}-access-reviews"]
+    webhook_pod = find(objects, "Deployment", f"{name}-webhook")["spec"]["template"]["spec"]
+    assert webhook_pod["automountServiceAccountToken"] is False, "it calls no API then"
 
 
 def test_a_certificate_secret_a_ca_and_token_secret_and_reader_subjects(

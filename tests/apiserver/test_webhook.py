@@ -33,9 +33,11 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from devcluster import ControlPlane
 from devcluster.barriers import until
+from devcluster.controller_harness import running_controller, scoped
 from devcluster.hostoperator import install_crds
 from devcluster.layout import free_port
 from devcluster.polling import wait_for
+from devcluster.secretmount import SecretMount
 from tests.conftest import Kubectl
 from trussium_operator.certs.cli import main_certs
 from trussium_operator.cmdline.inputs import read_manifests
@@ -229,7 +231,6 @@ def webhook(
             api_plane,
             log,
             port,
-            "--cert-mode=files",
             f"--cert-dir={cert_dir}",
             "--secret-lookup",
         ),
@@ -653,35 +654,43 @@ def test_plain_http_is_refused(webhook: RunningWebhook) -> None:
         plain_post()
 
 
-def test_self_managed_mode_keeps_a_secret_and_injects_the_ca_bundle(
+def test_self_managed_certificates_come_from_the_controller_and_no_key_is_logged(
     plane: ControlPlane, crd: None, kubectl: Kubectl, namespace: str, tmp_path: Path
 ) -> None:
-    """Also at debug level: the log holds no byte of the keys it reads and writes."""
+    """The controller creates both Secrets and injects the CA; the webhook serves the
+    mounted serving Secret. At debug level neither log holds a byte of a key."""
     port, selector_value = free_port(), secrets.token_hex(4)
     log = tmp_path / "webhook.log"
     with (
         _registered(plane, port, "", selector_value) as name,
-        _serving(
+        running_controller(
             plane,
-            log,
-            port,
-            "--cert-mode=self-managed",
-            f"--namespace={namespace}",
-            "--secret-name=webhook-tls",
-            "--ip-address=127.0.0.1",
+            tmp_path / "controller.log",
+            *scoped(namespace),
+            "--webhook-certificates",
+            f"--webhook-namespace={namespace}",
+            "--webhook-secret-name=webhook-tls",
+            "--webhook-ca-secret-name=webhook-ca",
+            "--webhook-ip-address=127.0.0.1",
             f"--webhook-config-name={name}",
             "--log-level=debug",
-        ),
+        ) as controller,
+        SecretMount(plane, namespace, "webhook-tls", tmp_path / "certs", interval=0.5),
+        _serving(plane, log, port, f"--cert-dir={tmp_path / 'certs'}", "--log-level=debug"),
     ):
         secret = json.loads(
             kubectl("get", "secret", "webhook-tls", "-n", namespace, "-o", "json").stdout
         )
+        authority = json.loads(
+            kubectl("get", "secret", "webhook-ca", "-n", namespace, "-o", "json").stdout
+        )
         assert secret["type"] == "kubernetes.io/tls"
+        assert "ca.key" not in secret["data"]
         for kind in ("mutatingwebhookconfiguration", "validatingwebhookconfiguration"):
             jsonpath = "jsonpath={.webhooks[*].clientConfig.caBundle}"
             bundles = kubectl("get", kind, name, "-o", jsonpath).stdout.split()
             assert bundles
-            assert set(bundles) == {secret["data"]["ca.crt"]}
+            assert set(bundles) == {secret["data"]["ca.crt"]} == {authority["data"]["ca.crt"]}
         kubectl("label", "namespace", namespace, f"{SELECTOR_LABEL}={selector_value}")
         invalid = str(SAMPLES / "invalid" / "operator-owned-metadata.yaml")
         wait_for(
@@ -691,7 +700,7 @@ def test_self_managed_mode_keeps_a_secret_and_injects_the_ca_bundle(
                     "apply", "--dry-run=server", "-n", namespace, "-f", invalid, check=False
                 ).stderr
             ),
-            "the self-managed webhook to review requests",
+            "the webhook to review requests through the injected CA",
             EVENTUALLY_SECONDS,
         )
         valid = str(SAMPLES / "valid" / "minimal.yaml")
@@ -703,13 +712,13 @@ def test_self_managed_mode_keeps_a_secret_and_injects_the_ca_bundle(
         assert connection.getresponse().status == 400
         connection.close()
         wait_for(lambda: "admission request refused" in log.read_text(), "the debug line", 20.0)
-    written = log.read_text()
+    written = log.read_text() + controller.log_path.read_text()
     assert '"level": "debug"' in written
-    for key in ("tls.key", "ca.key"):
-        encoded = secret["data"][key]
-        pem_body = "".join(base64.b64decode(encoded).decode().splitlines()[1:-1])
-        for form in (encoded, pem_body, pem_body[:64]):
-            assert form not in written, f"{key} in the webhook's debug log"
+    assert "Secret " in controller.log_path.read_text(), "the controller logged its writes"
+    for key in (secret["data"]["tls.key"], authority["data"]["tls.key"]):
+        pem_body = "".join(base64.b64decode(key).decode().splitlines()[1:-1])
+        for form in (key, pem_body, pem_body[:64]):
+            assert form not in written, "a private key in a debug log"
 
 
 def test_the_3_mb_affinity_attack_is_refused_with_its_field_path(

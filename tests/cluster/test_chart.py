@@ -69,6 +69,10 @@ CONTROLLER_RULES = [
 NOT_IN_CLUSTER = {"cert-manager.io", "monitoring.coreos.com"}
 
 
+def secret_name(mode: str, name: str) -> str:
+    return "my-webhook-tls" if mode == "provided" else f"{name}-webhook-tls"
+
+
 def test_lint_is_clean_in_every_certificate_mode(plane: ControlPlane) -> None:
     for mode, values in CERT_MODE_VALUES.items():
         result = plane.helm("lint", "--strict", str(CHART), *values)
@@ -123,26 +127,35 @@ def test_each_certificate_mode_renders_and_the_api_server_accepts_it(
     injection = {
         c["metadata"].get("annotations", {}).get("cert-manager.io/inject-ca-from") for c in configs
     }
-    writes_own_secret = any(
-        o["metadata"]["name"] == f"{name}-webhook-certificate"
+    controller_args = container(find(objects, "Deployment", f"{name}-controller"))["args"]
+    certificate_grants = {
+        (o["kind"], o["metadata"]["name"])
         for o in objects
-        if o["kind"] == "Role"
-    )
+        if o["kind"] in ("Role", "ClusterRole")
+        and any(word in o["metadata"]["name"] for word in ("certificate", "ca-injection"))
+    }
+    # Every mode: the webhook serves the mounted Secret's certificate and key, nothing else.
+    assert "--cert-mode" not in " ".join(args)
+    assert volumes["certs"]["secret"]["secretName"] == secret_name(mode, name)
+    assert volumes["certs"]["secret"]["items"] == [
+        {"key": "tls.crt", "path": "tls.crt"},
+        {"key": "tls.key", "path": "tls.key"},
+    ], "never the CA key of a Secret from before ADR 0029"
     if mode == "selfManaged":
-        assert flag(args, "--cert-mode") == "self-managed"
-        assert "emptyDir" in volumes["certs"]
-        assert bundles == [None, None, None], "the webhook injects caBundle itself"
-        assert writes_own_secret
+        assert "--webhook-certificates" in controller_args
+        assert flag(controller_args, "--webhook-secret-name") == f"{name}-webhook-tls"
+        assert flag(controller_args, "--webhook-ca-secret-name") == f"{name}-webhook-ca"
+        assert bundles == [None, None, None], "the controller injects caBundle"
+        assert certificate_grants == {
+            ("Role", f"{name}-controller-webhook-certificates"),
+            ("ClusterRole", f"{name}-controller-webhook-ca-injection"),
+        }, "granted to the controller, never to the webhook"
     else:
-        assert flag(args, "--cert-mode") == "files"
-        assert volumes["certs"]["secret"]["secretName"] == flag(args, "--secret-name")
-        assert not writes_own_secret, "only selfManaged mode writes Secrets"
-        assert not any(
-            o["kind"] == "ClusterRole" and "ca-injection" in o["metadata"]["name"] for o in objects
-        )
+        assert not any(a.startswith("--webhook-") for a in controller_args)
+        assert certificate_grants == set(), "only selfManaged mode writes Secrets"
     if mode == "certManager":
         certificate = find(objects, "Certificate", f"{name}-webhook")
-        assert certificate["spec"]["secretName"] == flag(args, "--secret-name")
+        assert certificate["spec"]["secretName"] == volumes["certs"]["secret"]["secretName"]
         assert f"{name}-webhook.{namespace}.svc" in certificate["spec"]["dnsNames"]
         # The chain: self-signed Issuer -> CA Certificate -> CA Issuer -> serving Certificate.
         issuer = find(objects, "Issuer", certificate["spec"]["issuerRef"]["name"])
@@ -155,7 +168,6 @@ def test_each_certificate_mode_renders_and_the_api_server_accepts_it(
         assert injection == {f"{namespace}/{name}-webhook-ca"}, "the CA is injected"
         assert bundles == [None, None, None]
     if mode == "provided":
-        assert flag(args, "--secret-name") == "my-webhook-tls"
         assert bundles == ["Q0EgYnVuZGxl"] * 3
         assert "Certificate" not in kinds(objects)
 
@@ -176,20 +188,23 @@ def test_chart_flags_are_accepted_by_the_programs_and_wire_the_names(
     assert webhook["command"][0] == "trussium-webhook"
     assert controller["command"][0] == "trussium-controller"
 
-    assert served.webhook_config_name == [name]
+    assert ran.webhook_config_name == [name]
     find(objects, "MutatingWebhookConfiguration", name)
     find(objects, "ValidatingWebhookConfiguration", name)
-    assert find(objects, "Service", served.service_name)["spec"]["ports"][0] == {
+    assert find(objects, "Service", ran.webhook_service_name)["spec"]["ports"][0] == {
         "name": "https",
         "port": 443,
         "targetPort": "https",
         "protocol": "TCP",
     }
-    assert served.namespace == namespace
+    assert ran.webhook_namespace == namespace
     assert served.operator_username == f"system:serviceaccount:{namespace}:{name}-controller"
     assert find(objects, "ServiceAccount", f"{name}-controller")
-    role = find(objects, "Role", f"{name}-webhook-certificate")
-    assert role["rules"][1]["resourceNames"] == [served.secret_name]
+    role = find(objects, "Role", f"{name}-controller-webhook-certificates")
+    assert role["rules"][1]["resourceNames"] == [
+        ran.webhook_secret_name,
+        ran.webhook_ca_secret_name,
+    ]
 
     assert ran.leader_elect is True
     assert ran.leader_election_namespace == namespace
@@ -213,7 +228,8 @@ def test_pods_are_hardened_like_the_runtime(plane: ControlPlane, namespace: str)
             "seccompProfile": {"type": "RuntimeDefault"},
         }
         assert pod["enableServiceLinks"] is False
-        assert pod["automountServiceAccountToken"] is True
+        # The webhook calls the API server only for the opt-in Secret lookup.
+        assert pod["automountServiceAccountToken"] is (component == "controller")
         assert pod["serviceAccountName"] == f"{name}-{component}"
         assert pod["topologySpreadConstraints"][0]["topologyKey"] == "kubernetes.io/hostname"
         main = container(deployment)
@@ -302,7 +318,7 @@ def test_rbac_is_the_contract_and_nothing_more(plane: ControlPlane, namespace: s
         {"apiGroups": [""], "resources": ["secrets"], "verbs": ["list"]}
     ]
     assert "--secret-lookup" in container(find(looking_up, "Deployment", f"{name}-webhook"))["args"]
-    assert find(objects, "ClusterRole", f"{name}-webhook-ca-injection")["rules"] == [
+    assert find(objects, "ClusterRole", f"{name}-controller-webhook-ca-injection")["rules"] == [
         {
             "apiGroups": ["admissionregistration.k8s.io"],
             "resources": ["mutatingwebhookconfigurations", "validatingwebhookconfigurations"],
@@ -343,9 +359,8 @@ def test_watch_namespace_turns_every_cluster_grant_into_a_role(
     lease_reader = f"{name}-controller-go-operator-lease"
     access = [f"{name}-trussiumruntime-{role}" for role in ("admin", "editor", "viewer")]
     metrics = [f"{name}-access-reviews", f"{name}-metrics-viewer"]
-    assert sorted(cluster_roles) == sorted(
-        [f"{name}-webhook-ca-injection", lease_reader, *access, *metrics]
-    )
+    injection = f"{name}-controller-webhook-ca-injection"
+    assert sorted(cluster_roles) == sorted([injection, lease_reader, *access, *metrics])
     assert find(objects, "ClusterRole", lease_reader)["rules"] == [
         {
             "apiGroups": ["coordination.k8s.io"],

@@ -97,7 +97,7 @@ def test_chart_service_accounts_run_both_programs_and_nothing_more(
             lookup,
             {controller_user: configs["controller"], webhook_user: configs["webhook"]},
         )
-        # No manifest sets caBundle, so an upgrade keeps the injected one (the webhook,
+        # No manifest sets caBundle, so an upgrade keeps the injected one (the controller,
         # which would re-inject it, is stopped by now).
         plane.helm(
             "upgrade",
@@ -119,12 +119,11 @@ def test_chart_service_accounts_run_both_programs_and_nothing_more(
 def _prove_the_programs_work(
     plane: ControlPlane, namespace: str, apps: str, name: str, mode: str, lookup: bool
 ) -> None:
-    # Self-managed certificates, with the webhook's own token: its Secret and both caBundles.
-    wait_for(
-        lambda: ca_injected(plane, name), "the webhook to inject its CA into both configurations"
-    )
+    # Self-managed certificates, with the controller's own token: both Secrets and caBundles.
+    wait_for(lambda: ca_injected(plane, name), "the CA in both configurations")
     if mode == "selfManaged":
         must_get(plane, "secret", f"{name}-webhook-tls", namespace)
+        must_get(plane, "secret", f"{name}-webhook-ca", namespace)
 
     # Validation through the installed configurations (the API server calls the host webhook).
     bad = runtime_manifest("bad", apps, podMetadata={"labels": {"app.kubernetes.io/name": "x"}})
@@ -222,14 +221,20 @@ def _prove_the_grant_stops_there(
     assert not can_i(plane, webhook, "create", "secrets", "-n", apps)
     assert not can_i(plane, webhook, "get", "secrets/openai", "-n", apps), "values by name"
     assert not can_i(plane, webhook, "patch", "secrets/other", "-n", namespace)
+    # Certificates (ADR 0029): the controller keeps them in selfManaged mode; the webhook
+    # never writes a Secret or a configuration, and never reads a certificate Secret.
     self_managed = mode == "selfManaged"
-    assert can_i(plane, webhook, "patch", f"secrets/{name}-webhook-tls", "-n", namespace) is (
-        self_managed
-    )
-    assert can_i(plane, webhook, "patch", f"validatingwebhookconfigurations/{name}") is (
-        self_managed
-    )
-    assert not can_i(plane, controller, "patch", f"validatingwebhookconfigurations/{name}")
+    for secret in (f"{name}-webhook-tls", f"{name}-webhook-ca"):
+        for verb in ("get", "update", "patch"):
+            assert not can_i(plane, webhook, verb, f"secrets/{secret}", "-n", namespace)
+        assert can_i(plane, controller, "update", f"secrets/{secret}", "-n", namespace) is (
+            self_managed
+        )
+    assert not can_i(plane, webhook, "create", "secrets", "-n", namespace)
+    assert can_i(plane, controller, "create", "secrets", "-n", namespace) is self_managed
+    for kind in ("validatingwebhookconfigurations", "mutatingwebhookconfigurations"):
+        assert not can_i(plane, webhook, "patch", f"{kind}/{name}")
+        assert can_i(plane, controller, "patch", f"{kind}/{name}") is self_managed
     assert not can_i(plane, controller, "get", "leases/someone-elses-lock", "-n", namespace)
     assert can_i(plane, controller, "update", f"leases/{name}", "-n", namespace)
     everywhere = can_i(plane, controller, "list", "trussiumruntimes", "--all-namespaces")
@@ -264,4 +269,16 @@ def _prove_the_grant_stops_there(
             "{}",
         )
     assert refused(plane, kubeconfigs[webhook], "get", "secret", "openai", "-n", apps)
+    ca_secret = f"{name}-webhook-ca"
+    assert refused(plane, kubeconfigs[webhook], "get", "secret", ca_secret, "-n", namespace)
+    assert refused(
+        plane,
+        kubeconfigs[webhook],
+        "patch",
+        "validatingwebhookconfiguration",
+        name,
+        "--type=merge",
+        "-p",
+        "{}",
+    )
     assert refused(plane, kubeconfigs[controller], "delete", "secret", "openai", "-n", apps)

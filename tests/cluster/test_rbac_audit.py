@@ -5,10 +5,10 @@ ServiceAccounts, under exactly the RBAC `helm install` created, through
 everything they do: every managed kind applied, the optional NetworkPolicy and
 HorizontalPodAutoscaler deleted when turned off, legacy field managers taken
 over, a missing and then a present Secret, status, Events, the leader Lease and
-the Go operator's, the webhook's own certificate and CA injection where the
-mode has them, orphaned objects adopted by a recreated runtime, and a scrape of
-each program's /metrics with a token (their TokenReviews and
-SubjectAccessReviews). Then:
+the Go operator's, the webhook's certificates and CA injection (the
+controller's, ADR 0029) where the mode has them, orphaned objects adopted by a
+recreated runtime, and a scrape of each program's /metrics with a token (their
+TokenReviews and SubjectAccessReviews). Then:
 
 - no request of either account was refused (403);
 - every grant of the rendered chart was used: an authorized request in the audit
@@ -112,9 +112,15 @@ def test_each_grant_is_used_and_nothing_is_refused(
             _everything_they_do(plane, apps, checked=mode != "no-secret-rights")
             _scrape_with_a_token(plane, ops, name, [controller.metrics_port, webhook_metrics])
             granted = {g for a in accounts.values() for g in rbac_audit.grants(installed, ops, a)}
-            for grant in granted:
-                if grant.resource == "secrets" and grant.verb == "patch" and grant.name:
-                    _webhook_rewrites_its_certificate(plane, ops, grant.name)
+            _controller_rewrites_the_certificates(
+                plane,
+                ops,
+                [
+                    g.name
+                    for g in granted
+                    if g.resource == "secrets" and g.verb == "update" and g.name
+                ],
+            )
             found = rbac_audit.requests(plane.audit_log, users)
             assert rbac_audit.denied(found) == []
             if mode == "no-secret-rights":
@@ -254,18 +260,23 @@ def _scrape_with_a_token(plane: ControlPlane, namespace: str, name: str, ports: 
         plane.kubectl("delete", "clusterrolebinding", f"{name}-scraper")
 
 
-def _webhook_rewrites_its_certificate(plane: ControlPlane, namespace: str, secret: str) -> None:
-    """Where the webhook keeps its own certificate Secret: spoil it, and the webhook
-    writes a fresh certificate over it (the write a renewal makes)."""
+def _controller_rewrites_the_certificates(
+    plane: ControlPlane, namespace: str, secrets: list[str]
+) -> None:
+    """Where the controller keeps the webhook's certificate Secrets (ADR 0029): spoil
+    them, and its next check (every minute) writes them over (the write a renewal makes)."""
     spoiled = "eA=="
-    plane.kubectl(
-        "patch", "secret", secret, "-n", namespace, "--type=merge",
-        "-p", json.dumps({"data": {"tls.crt": spoiled}}),
-    )  # fmt: skip
-    wait_for(
-        lambda: must_get(plane, "secret", secret, namespace)["data"]["tls.crt"] != spoiled,
-        "the webhook to rewrite its certificate Secret",
-    )
+    for secret in secrets:
+        plane.kubectl(
+            "patch", "secret", secret, "-n", namespace, "--type=merge",
+            "-p", json.dumps({"data": {"tls.crt": spoiled}}),
+        )  # fmt: skip
+    for secret in secrets:
+
+        def rewritten(name: str = secret) -> bool:
+            return bool(must_get(plane, "secret", name, namespace)["data"]["tls.crt"] != spoiled)
+
+        wait_for(rewritten, f"the controller to rewrite Secret {secret}", timeout=150)
 
 
 def _orphan_and_adopt(

@@ -32,6 +32,11 @@ class Relay:
         threading.Thread(target=self._accept, daemon=True).start()
         return self
 
+    def retarget(self, upstream_port: int) -> None:
+        """Send new connections to another port; open ones stay where they are (as when
+        a Service's endpoints change)."""
+        self._upstream = (HOST, upstream_port)
+
     def cut(self) -> None:
         """Drop every open connection at once (both directions)."""
         with self._lock:

@@ -2,7 +2,8 @@
 into the node's containerd) runs as the chart's pods, the API server reaches
 the webhook pods through their Service, and the controller pod manages
 runtimes whose pods run too. One release for the module, in selfManaged mode,
-the chart's default."""
+the chart's default: the controller pod writes the webhook's certificate Secret,
+which the kubelet mounts into the webhook pods."""
 
 import json
 import threading
@@ -120,6 +121,36 @@ def test_admission_goes_through_the_webhook_service_to_its_pods(
         for hook in config["webhooks"]:
             assert hook["clientConfig"]["service"]["namespace"] == NAMESPACE
             assert "url" not in hook["clientConfig"]
+
+
+def test_the_webhook_pods_serve_the_certificate_the_controller_keeps(
+    plane: ControlPlane, release: str
+) -> None:
+    """ADR 0029: the controller wrote both Secrets and the caBundles; the webhook pods,
+    which started once the kubelet could mount their Secret, hold a token only for the
+    metrics' access reviews (ADR 0026), none with metrics.secure=false."""
+    answer = plane.kubectl(
+        "get", "secrets", "-n", NAMESPACE,
+        "-l", "app.kubernetes.io/component=webhook-certificates", "-o", "json",
+    )  # fmt: skip
+    data = {s["metadata"]["name"]: s["data"] for s in json.loads(answer.stdout)["items"]}
+    (ca,) = [d for name, d in data.items() if name.endswith("-webhook-ca")]
+    (serving,) = [d for name, d in data.items() if name.endswith("-webhook-tls")]
+    assert "ca.key" not in serving
+    assert ca["tls.key"] not in serving.values()
+    for config in webhook_configurations(plane):
+        assert {hook["clientConfig"]["caBundle"] for hook in config["webhooks"]} == {ca["ca.crt"]}
+    pods = json.loads(
+        plane.kubectl(
+            "get", "pods", "-n", NAMESPACE, "-l", "app.kubernetes.io/component=webhook",
+            "-o", "json",
+        ).stdout
+    )["items"]  # fmt: skip
+    assert pods
+    for pod in pods:
+        assert pod["spec"]["automountServiceAccountToken"] is True  # secure metrics' reviews
+        mounts = pod["spec"]["containers"][0]["volumeMounts"]
+        assert [m["mountPath"] for m in mounts if m["name"] == "certs"] == ["/run/trussium/certs"]
 
 
 def test_the_controller_pod_leads_and_runs_a_runtime_on_the_node(

@@ -134,7 +134,7 @@ def test_a_malformed_bind_address_is_refused_before_anything_starts(program: str
         (["trussium-webhook", *SERVE], {"TRUSSIUM_SHUTDOWN_DELAY": "soon"}),
         (["trussium-webhook", *SERVE], {"TRUSSIUM_SECRET_LOOKUP": "maybe"}),
         (["trussium-webhook", *SERVE, "--bind-address", "9443"], {}),
-        (["trussium-webhook", *SERVE, "--cert-mode", "files", "--cert-dir", "/nonexistent"], {}),
+        (["trussium-webhook", *SERVE, "--cert-dir", "/nonexistent"], {}),
         (["trussium-webhook", "serve"], {}),
     ],
     ids=[

@@ -21,7 +21,7 @@ ALLOWED: dict[str, set[str]] = {
     "certs": {"common", "cmdline"},
     "webhook": {"common", "cmdline", "certs"},
     "controller.machinery": set(),
-    "controller": {"common", "cmdline", "controller.machinery"},
+    "controller": {"common", "cmdline", "certs", "controller.machinery"},
     "devcluster": PRODUCT,
     "hack": PRODUCT | {"devcluster"},
     "tests": PRODUCT | {"devcluster", "hack"},

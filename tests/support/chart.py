@@ -34,9 +34,11 @@ def fullname(release: str) -> str:
     return release if CHART_NAME in release else f"{release}-{CHART_NAME}"
 
 
-def render(plane: ControlPlane, release: str, namespace: str, *args: str) -> list[dict[str, Any]]:
+def render(
+    plane: ControlPlane, release: str, namespace: str, *args: str, chart: Path = CHART
+) -> list[dict[str, Any]]:
     """`helm template` output as objects (no empty documents)."""
-    out = plane.helm("template", release, str(CHART), "--namespace", namespace, *args).stdout
+    out = plane.helm("template", release, str(chart), "--namespace", namespace, *args).stdout
     return [doc for doc in yaml.safe_load_all(out) if doc]
 
 

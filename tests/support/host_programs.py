@@ -8,16 +8,17 @@ import subprocess
 import sys
 import urllib.request
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
 from devcluster import ControlPlane
 from devcluster.controller_harness import Controller, running_controller, wait_for
 from devcluster.layout import free_port
+from devcluster.secretmount import SecretMount
 from tests.support.chart import container
 
-CERT_DIR = "webhook-certs"  # under tmp_path: served from (files mode) or written to (self-managed)
+CERT_DIR = "webhook-certs"  # under tmp_path: the host's stand-in for the mounted Secret
 # Each program binds these itself on the host; the chart's in-Pod values would collide.
 HOST_FLAGS = (
     "--bind-address",
@@ -72,7 +73,6 @@ def running_webhook(
         f"--health-bind-address=127.0.0.1:{health}",
         f"--metrics-bind-address=127.0.0.1:{metrics}",
         f"--cert-dir={log_path.parent / CERT_DIR}",
-        "--ip-address=127.0.0.1",
     ]
     with log_path.open("ab") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
@@ -142,14 +142,12 @@ def running_chart_programs(
     }
     webhook_argv = chart_args(deployments["webhook"])
     controller_argv = chart_args(deployments["controller"])
+    # selfManaged (ADR 0029): the controller keeps the webhook's certificates, for the
+    # host webhook at 127.0.0.1, and the kubelet's part is SecretMount's.
+    self_managed = "--webhook-certificates" in controller_argv
+    if self_managed:
+        controller_argv.append("--webhook-ip-address=127.0.0.1")
     with (
-        running_webhook(
-            [*webhook_argv, f"--kubeconfig={configs['webhook']}"],
-            port,
-            work / "webhook.log",
-            plane,
-            webhook_metrics_port,
-        ),
         running_controller(
             plane,
             work / "controller.log",
@@ -157,5 +155,21 @@ def running_chart_programs(
             f"--kubeconfig={configs['controller']}",
             identity=deployments["controller"]["metadata"]["name"],
         ) as controller,
+        SecretMount(plane, namespace, _secret_name(deployments["webhook"]), work / CERT_DIR)
+        if self_managed
+        else nullcontext(),
+        running_webhook(
+            [*webhook_argv, f"--kubeconfig={configs['webhook']}"],
+            port,
+            work / "webhook.log",
+            plane,
+            webhook_metrics_port,
+        ),
     ):
         yield controller, configs
+
+
+def _secret_name(webhook: dict[str, Any]) -> str:
+    volumes = {v["name"]: v for v in webhook["spec"]["template"]["spec"]["volumes"]}
+    name: str = volumes["certs"]["secret"]["secretName"]
+    return name

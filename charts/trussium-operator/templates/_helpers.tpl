@@ -36,13 +36,18 @@ RBAC objects, so it stays short enough for the "-controller" suffixes.
 {{- printf "%s-webhook" (include "trussium-operator.fullname" .) }}
 {{- end }}
 
-{{/* The Secret the webhook serves from (written by it in selfManaged mode). */}}
+{{/* The Secret the webhook pods mount and serve from (written by the controller in selfManaged mode). */}}
 {{- define "trussium-operator.webhookSecretName" -}}
 {{- if eq .Values.certificates.mode "provided" }}
 {{- .Values.certificates.provided.existingSecret }}
 {{- else }}
 {{- printf "%s-webhook-tls" (include "trussium-operator.fullname" .) }}
 {{- end }}
+{{- end }}
+
+{{/* The CA and its key, selfManaged mode: read by the controller only (docs/adr/0029). */}}
+{{- define "trussium-operator.webhookCASecretName" -}}
+{{- printf "%s-webhook-ca" (include "trussium-operator.fullname" .) }}
 {{- end }}
 
 {{/* The controller's user name: the one identity the managed-Deployment guard lets change specs. */}}

@@ -36,7 +36,6 @@ async def test_serves_over_tls_until_stopped(tmp_path: Path) -> None:
         bind_address=f"127.0.0.1:{port}",
         health_bind_address=f"127.0.0.1:{health_port}",
         metrics=MetricsOptions("0"),
-        cert_mode="files",
         cert_dir=tmp_path,
         shutdown_delay=0,
     )
