@@ -61,9 +61,21 @@ def review_body() -> bytes:
 
 
 def start_server(
-    cert_dir: Path, port: int, health_port: int, log: Path, *flags: str, source: Path | None = None
+    cert_dir: Path,
+    port: int,
+    health_port: int,
+    log: Path,
+    *flags: str,
+    source: Path | None = None,
+    metrics_port: int | None = None,
 ) -> subprocess.Popen[bytes]:
-    """The webhook pinned to the first core; `source`: run another checkout's code."""
+    """The webhook pinned to the first core, its /metrics in plain HTTP on `metrics_port`
+    (else none); `source`: run another checkout's code."""
+    metrics = (
+        [f"--metrics-bind-address=127.0.0.1:{metrics_port}", "--metrics-secure=false"]
+        if metrics_port
+        else ["--metrics-bind-address=0"]
+    )
     cores = sorted(os.sched_getaffinity(0))
     env = os.environ | {"KUBECONFIG": os.devnull}
     if source is not None:
@@ -81,7 +93,7 @@ def start_server(
                 f"--cert-dir={cert_dir}",
                 f"--bind-address=127.0.0.1:{port}",
                 f"--health-bind-address=127.0.0.1:{health_port}",
-                "--metrics-bind-address=0",
+                *metrics,
                 "--operator-username=bench",
                 "--shutdown-delay=0",
                 "--log-level=warning",

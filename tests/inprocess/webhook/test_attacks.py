@@ -35,13 +35,13 @@ TAKE_HOLD_SECONDS = 60.0
 class Server:
     process: subprocess.Popen[bytes]
     port: int
-    health_port: int
+    metrics_port: int
     ca_file: Path
 
     def counter(self, name: str, labels: str = "") -> float:
         """A counter of the server's /metrics (0 until first counted)."""
         with urllib.request.urlopen(
-            f"http://127.0.0.1:{self.health_port}/metrics", timeout=5
+            f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5
         ) as answer:
             text = answer.read().decode()
         found = re.search(rf"^{name}{re.escape(labels)} (\S+)$", text, re.MULTILINE)
@@ -51,11 +51,13 @@ class Server:
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[Server]:
     assert main_certs(["generate", "--out", str(tmp_path), "--ip-address", "127.0.0.1"]) == 0
-    port, health_port = free_port(), free_port()
-    process = start_server(tmp_path, port, health_port, tmp_path / "webhook.log")
+    port, health_port, metrics_port = free_port(), free_port(), free_port()
+    process = start_server(
+        tmp_path, port, health_port, tmp_path / "webhook.log", metrics_port=metrics_port
+    )
     try:
         wait_ready(health_port, process)
-        yield Server(process, port, health_port, tmp_path / "ca.crt")
+        yield Server(process, port, metrics_port, tmp_path / "ca.crt")
     finally:
         process.terminate()
         process.wait(30)
