@@ -75,7 +75,7 @@ def test_each_policy_selects_its_own_pods_and_opens_named_ports_to_the_chosen_pe
     webhook = find(objects, "NetworkPolicy", f"{name}-webhook")["spec"]["ingress"]
     assert webhook == [
         {"from": [CONTROL_PLANE], "ports": [{"protocol": "TCP", "port": "https"}]},
-        {"from": [MONITORING], "ports": [{"protocol": "TCP", "port": "health"}]},
+        {"from": [MONITORING], "ports": [{"protocol": "TCP", "port": "metrics"}]},
     ]
 
 
@@ -114,7 +114,8 @@ def _secret_rules(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
         for o in objects
         if o["kind"] in ("Role", "ClusterRole")
         for rule in o.get("rules") or ()
-        if {"secrets", "*"} & set(rule["resources"]) and {"", "*"} & set(rule["apiGroups"])
+        if {"secrets", "*"} & set(rule.get("resources", ()))
+        and {"", "*"} & set(rule.get("apiGroups", ()))
     ]
 
 

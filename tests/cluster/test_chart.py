@@ -228,8 +228,9 @@ def test_pods_are_hardened_like_the_runtime(plane: ControlPlane, namespace: str)
             "seccompProfile": {"type": "RuntimeDefault"},
         }
         assert pod["enableServiceLinks"] is False
-        # The webhook calls the API server only for the opt-in Secret lookup.
-        assert pod["automountServiceAccountToken"] is (component == "controller")
+        # The webhook calls the API server only for secure metrics' access reviews (the
+        # default) and the opt-in Secret lookup (tests/apiserver/test_chart_metrics.py).
+        assert pod["automountServiceAccountToken"] is True
         assert pod["serviceAccountName"] == f"{name}-{component}"
         assert pod["topologySpreadConstraints"][0]["topologyKey"] == "kubernetes.io/hostname"
         main = container(deployment)
