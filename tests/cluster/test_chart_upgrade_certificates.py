@@ -60,6 +60,8 @@ def webhook(argv: list[str], port: int, log: Path, code: Path | None = None) -> 
     env = {k: v for k, v in os.environ.items() if not k.startswith("TRUSSIUM_")}
     if code is not None:
         env["PYTHONPATH"] = str(code)  # ahead of this checkout's editable install
+    else:  # this checkout's serves /metrics on an address of its own
+        argv = [*argv, f"--metrics-bind-address=127.0.0.1:{free_port()}"]
     process = Process(
         log.stem,
         [
@@ -200,7 +202,12 @@ def test_upgrade_from_the_webhook_kept_ca_fails_no_admission(
                     )
                     admissions.phase = "CA key moved"
                     with webhook(
-                        [*new_webhook_args, f"--cert-dir={tmp_path / 'new-certs'}"],
+                        [
+                            *new_webhook_args,
+                            f"--cert-dir={tmp_path / 'new-certs'}",
+                            # its token, for the access reviews of its secure metrics
+                            f"--kubeconfig={token_kubeconfig(plane, namespace, f'{name}-webhook')}",
+                        ],
                         new_port,
                         tmp_path / "new-webhook.log",
                     ):
