@@ -122,8 +122,9 @@ class LeaderElector:
         while True:
             attempt = self._clock()
             try:
-                if await asyncio.wait_for(self._try(), self.timing.renew_deadline):
-                    break
+                async with asyncio.timeout(self.timing.renew_deadline):
+                    if await self._try():
+                        break
             except (KubeError, TimeoutError) as error:
                 log.warning("cannot acquire the lease", extra={"fields": self._failure(error)})
             await asyncio.sleep(self.timing.retry_period * (1 + 0.2 * random.random()))
@@ -149,10 +150,14 @@ class LeaderElector:
             # the renewed record (and start its own countdown) after that.
             attempt = self._clock()
             remaining = last + self.timing.renew_deadline - attempt
+            renewed = False
             try:
-                renewed = remaining > 0 and await asyncio.wait_for(
-                    self._try(), min(remaining, self.timing.renew_deadline / 2)
-                )
+                # asyncio.timeout, not wait_for: on Python 3.11 wait_for swallows a
+                # cancellation that arrives as the renewal completes, and hold() would
+                # then renew on after being told to stop.
+                if remaining > 0:
+                    async with asyncio.timeout(min(remaining, self.timing.renew_deadline / 2)):
+                        renewed = await self._try()
             except (KubeError, TimeoutError) as error:
                 log.warning("lease renewal failed", extra={"fields": self._failure(error)})
                 renewed = False
@@ -175,10 +180,8 @@ class LeaderElector:
         metrics.LEADER.labels(self.lease.name).set(0)
         lease = self._lease | {"spec": released_spec(self._lease["spec"], datetime.now(UTC))}
         try:
-            await asyncio.wait_for(
-                self.kube.request("PUT", LEASES.path(*self.lease), body=lease),
-                RELEASE_SECONDS,
-            )
+            async with asyncio.timeout(RELEASE_SECONDS):
+                await self.kube.request("PUT", LEASES.path(*self.lease), body=lease)
             log.info("leader lease released", extra={"fields": self._fields()})
         except (KubeError, TimeoutError) as error:
             log.warning("cannot release the lease", extra={"fields": self._failure(error)})

@@ -114,6 +114,29 @@ async def test_renewals_that_fail_in_every_way_are_retried_inside_the_deadline(
         await elector.kube.api.close()
 
 
+async def test_a_stop_that_arrives_as_a_renewal_succeeds_stops_the_leader(
+    server: FakeApiServer,
+) -> None:
+    """The stop lands between the renewal's answer and the renew loop resuming (on
+    Python 3.11, asyncio.wait_for returned the answer there and dropped the stop, so
+    a stopping controller renewed on and its shutdown hung)."""
+    elector = LeaderElector(server.kube(), LOCK, "me", FAST)
+    try:
+        await elector.acquire()
+        holding = asyncio.create_task(elector.hold())
+
+        async def renewed_as_the_stop_comes() -> bool:
+            asyncio.get_running_loop().call_soon(holding.cancel)
+            return True
+
+        elector._try = renewed_as_the_stop_comes  # type: ignore[method-assign]
+        with pytest.raises(asyncio.CancelledError):
+            async with asyncio.timeout(5):
+                await holding
+    finally:
+        await elector.kube.api.close()
+
+
 @pytest.mark.parametrize("failure", [Lease.DROP, Lease.HANG])
 async def test_the_leader_steps_down_when_the_renew_deadline_has_really_passed(
     server: FakeApiServer, failure: Lease
