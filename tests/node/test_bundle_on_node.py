@@ -92,15 +92,17 @@ def test_the_bundle_installs_runs_a_runtime_and_deletes_cleanly(
     )["webhooks"]
     assert all(hook["clientConfig"].get("caBundle") for hook in hooks)
 
-    plane.kubectl(
-        "delete", "-f", str(bundle), "--wait=true", f"--timeout={DELETE_SECONDS:.0f}s",
-        timeout=DELETE_SECONDS + 30,
-    )  # fmt: skip
-    assert [o for o in objects if not _absent(plane, o)] == []
-    # The CRD took every runtime with it, and garbage collection their workloads.
+    # docs/install.md's order: the runtimes first (garbage collection takes their
+    # workloads while their kind still exists), then the bundle.
+    plane.kubectl("delete", "trussiumruntimes", "--all", "--all-namespaces", "--wait=true")
     wait_for(
         lambda: get(plane, "deployment", "bundled", namespace) is None,
         "the runtime's Deployment collected",
         DELETE_SECONDS,
     )
+    plane.kubectl(
+        "delete", "-f", str(bundle), "--wait=true", f"--timeout={DELETE_SECONDS:.0f}s",
+        timeout=DELETE_SECONDS + 30,
+    )  # fmt: skip
+    assert [o for o in objects if not _absent(plane, o)] == []
     assert plane.kubectl("get", "crd", CRD, check=False).returncode != 0
