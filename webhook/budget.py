@@ -35,6 +35,11 @@ class MemoryBudget:
     def __post_init__(self) -> None:
         self.available = self.total
 
+    @property
+    def queued(self) -> int:
+        """Reservations waiting for their share."""
+        return len(self._waiters)
+
     @contextlib.contextmanager
     def hold(self) -> Iterator["Reservation"]:
         """A reservation that grows as a request reads, returned in full on exit."""

@@ -45,7 +45,7 @@ async def test_a_waiting_reservation_gets_what_another_request_returns() -> None
             return budget.available
 
     waiting = asyncio.create_task(second())
-    await asyncio.sleep(0)
+    await _until_queued(budget, 1)
     assert not waiting.done()
     first.__exit__(None, None, None)
     assert await asyncio.wait_for(waiting, ANSWER_WITHIN) == 40
@@ -62,7 +62,7 @@ async def test_a_cancelled_request_returns_its_share_and_leaves_the_queue() -> N
 
     holder = asyncio.create_task(reader(70))
     queued = asyncio.create_task(reader(50))
-    await asyncio.sleep(0)
+    await _until_queued(budget, 1)
     assert budget.available == 30
     for task in (holder, queued):
         task.cancel()
@@ -70,6 +70,15 @@ async def test_a_cancelled_request_returns_its_share_and_leaves_the_queue() -> N
     assert budget.available == 100
     with budget.hold() as reservation:  # nothing stale ahead in the queue
         await reservation.grow_to(100)
+
+
+async def _until_queued(budget: MemoryBudget, count: int) -> None:
+    """Until `count` reservations wait (each task needs a few loop turns to get there)."""
+    for _ in range(100):
+        if budget.queued == count:
+            return
+        await asyncio.sleep(0)
+    raise AssertionError(f"{budget.queued} reservations queued, expected {count}")
 
 
 @contextlib.asynccontextmanager
