@@ -23,8 +23,10 @@ ALERTS = {
     "TrussiumWebhookErrors",
     "TrussiumWebhookSlow",
     "TrussiumWebhookCertificateExpiry",
+    "TrussiumWebhookOverloaded",
     "TrussiumControllerDown",
     "TrussiumControllerNoLeader",
+    "TrussiumControllerGoLeaseUnreadable",
     "TrussiumControllerReconcileErrors",
     "TrussiumControllerQueueStuck",
     "TrussiumRuntimeNotReady",
@@ -128,7 +130,7 @@ def test_overrides_thresholds_and_placement(
     assert "runbook_url" not in slow["annotations"]
 
 
-def test_no_alert_for_a_component_that_does_not_run_in_the_cluster(
+def test_no_alert_for_a_component_that_does_not_run_in_the_cluster_or_a_check_turned_off(
     plane: ControlPlane, namespace: str
 ) -> None:
     release = release_name()
@@ -146,6 +148,7 @@ def test_no_alert_for_a_component_that_does_not_run_in_the_cluster(
     )
     assert set(rules(objects, name)) == {
         "TrussiumControllerDown",
+        "TrussiumControllerGoLeaseUnreadable",
         "TrussiumControllerReconcileErrors",
         "TrussiumControllerQueueStuck",
         "TrussiumRuntimeNotReady",
@@ -161,6 +164,16 @@ def test_no_alert_for_a_component_that_does_not_run_in_the_cluster(
         "controller.replicas=0",
     )
     assert all(a.startswith("TrussiumWebhook") for a in rules(without_controller, name))
+    without_exclusion = render(
+        plane,
+        release,
+        namespace,
+        "--set",
+        "prometheusRule.enabled=true",
+        "--set",
+        "controller.goOperatorExclusion.enabled=false",
+    )
+    assert set(rules(without_exclusion, name)) == ALERTS - {"TrussiumControllerGoLeaseUnreadable"}
     assert "PrometheusRule" not in {o["kind"] for o in render(plane, release, namespace)}
 
 

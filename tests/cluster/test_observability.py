@@ -43,10 +43,12 @@ QUIET = (
     "TrussiumControllerDown",
     "TrussiumControllerNoLeader",
     "TrussiumControllerQueueStuck",
+    "TrussiumControllerGoLeaseUnreadable",
     "TrussiumWebhookDown",
     "TrussiumWebhookErrors",
     "TrussiumWebhookSlow",
     "TrussiumWebhookCertificateExpiry",
+    "TrussiumWebhookOverloaded",
 )
 
 
