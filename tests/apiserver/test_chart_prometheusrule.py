@@ -135,18 +135,16 @@ def test_no_alert_for_a_component_that_does_not_run_in_the_cluster_or_a_check_tu
 ) -> None:
     release = release_name()
     name = fullname(release)
-    objects = render(
-        plane,
-        release,
-        namespace,
-        "--set",
-        "prometheusRule.enabled=true",
-        "--set",
-        "webhook.urlOverride=https://127.0.0.1:9443",
-        "--set",
-        "controller.leaderElection.enabled=false",
-    )
-    assert set(rules(objects, name)) == {
+
+    def alerts(*settings: str) -> set[str]:
+        flags = [
+            f for setting in ("prometheusRule.enabled=true", *settings) for f in ("--set", setting)
+        ]
+        return set(rules(render(plane, release, namespace, *flags), name))
+
+    assert alerts(
+        "webhook.urlOverride=https://127.0.0.1:9443", "controller.leaderElection.enabled=false"
+    ) == {
         "TrussiumControllerDown",
         "TrussiumControllerGoLeaseUnreadable",
         "TrussiumControllerReconcileErrors",
@@ -154,26 +152,10 @@ def test_no_alert_for_a_component_that_does_not_run_in_the_cluster_or_a_check_tu
         "TrussiumRuntimeNotReady",
         "TrussiumRuntimeUpgradeFailed",
     }
-    without_controller = render(
-        plane,
-        release,
-        namespace,
-        "--set",
-        "prometheusRule.enabled=true",
-        "--set",
-        "controller.replicas=0",
-    )
-    assert all(a.startswith("TrussiumWebhook") for a in rules(without_controller, name))
-    without_exclusion = render(
-        plane,
-        release,
-        namespace,
-        "--set",
-        "prometheusRule.enabled=true",
-        "--set",
-        "controller.goOperatorExclusion.enabled=false",
-    )
-    assert set(rules(without_exclusion, name)) == ALERTS - {"TrussiumControllerGoLeaseUnreadable"}
+    assert all(a.startswith("TrussiumWebhook") for a in alerts("controller.replicas=0"))
+    assert alerts("controller.goOperatorExclusion.enabled=false") == ALERTS - {
+        "TrussiumControllerGoLeaseUnreadable"
+    }
     assert "PrometheusRule" not in {o["kind"] for o in render(plane, release, namespace)}
 
 
