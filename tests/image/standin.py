@@ -17,6 +17,7 @@ from trussium_operator.common.render import config_data
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 API_KEY = "sk-standin-test-0123456789"
+TCP_LISTEN = "0A"  # the state column of /proc/net/tcp for a listening socket
 
 
 def rendered_environment(example: str) -> dict[str, str]:
@@ -48,6 +49,23 @@ def live(port: int) -> bool:
         return get(port, c.LIVE_PATH)[0] == 200
     except OSError:
         return False
+
+
+def listening(port: int) -> bool:
+    """Whether a socket listens on `port`, as the kernel's socket tables show it.
+
+    Looking does not connect: a connection opened while the stand-in handles
+    SIGTERM can land in its accept queue or be accepted a moment before the
+    listener closes, and is then reset or closed unanswered (as uvicorn's
+    would be), so a test waits on this instead of probing with connections.
+    """
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            local_port = int(fields[1].rpartition(":")[2], 16)
+            if fields[3] == TCP_LISTEN and local_port == port:
+                return True
+    return False
 
 
 def refused(port: int) -> bool:

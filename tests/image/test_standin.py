@@ -23,12 +23,22 @@ from devcluster.layout import free_port
 from devcluster.polling import wait_for
 from hack.image.images import STANDIN_BINARY, build
 from hack.image.oci import extract
-from tests.image.standin import API_KEY, get, live, local, refused, rendered_environment
+from tests.image.standin import (
+    API_KEY,
+    get,
+    listening,
+    live,
+    local,
+    refused,
+    rendered_environment,
+)
 from tests.support.uploads import Upload, upload
 from trussium_operator.common import constants as c
 
 RUNTIME_UID = c.RUNTIME_UID
 EXIT_TIMEOUT_SECONDS = 15
+# Generous for a loaded machine, and still far short of the drain period below.
+LISTENER_CLOSE_SECONDS = 30
 # Long enough that a stand-in waiting it out instead of exiting when idle fails the test.
 LONG_DRAIN_SECONDS = 600
 MB = 1_000_000
@@ -211,7 +221,8 @@ def test_on_sigterm_it_refuses_new_connections_finishes_the_request_in_flight_an
     wait_for(lambda: spooled(scratch), "the upload in flight", timeout=10)
 
     process.send_signal(signal.SIGTERM)
-    wait_for(lambda: refused(port), "new connections refused", timeout=5)
+    wait_for(lambda: not listening(port), "the listener to close", timeout=LISTENER_CLOSE_SECONDS)
+    assert refused(port), "a new connection was not refused"
     assert process.poll() is None, "exited with a request in flight"
     assert in_flight.finish() == (200, {"model": "whisper-1", "file": file_answer(2 * MB, scratch)})
     _, stderr = process.communicate(timeout=EXIT_TIMEOUT_SECONDS)  # not the 600 s drain

@@ -21,6 +21,7 @@ from devcluster.controller_harness import (
     wait_for,
 )
 from devcluster.flags import MUTATING_ADMISSION_POLICY_GROUP, mutating_admission_policy_version
+from devcluster.polling import WaitTimeoutError
 from tests.node.pods import (
     ROLLOUT_SECONDS,
     container_process,
@@ -44,6 +45,11 @@ SAMPLES = Path(__file__).resolve().parents[1] / "samples" / "valid"
 CHECKSUM = "runtime.trussium.io/config-checksum"
 # A short Deployment progress deadline, so a stuck rollout fails within the test.
 SHORT_DEADLINE_SECONDS = 20
+# kube-proxy programs a Service's new endpoints within about a second; generous for
+# a loaded machine.
+PROXY_SECONDS = 60.0
+# A client in the node waits this long for an answer through a Service.
+NODE_CLIENT_SECONDS = 20.0
 
 
 def proc_status(pid: int) -> dict[str, str]:
@@ -69,18 +75,83 @@ def served_config(plane: ControlPlane, pod: Obj) -> Obj:
     return config
 
 
-def http_status_from_node(plane: ControlPlane, url: str) -> int:
-    """GET `url` from inside the node's network namespace (as a host-network client)."""
+def get_from_node(plane: ControlPlane, url: str) -> tuple[int, str]:
+    """GET `url` from inside the node's network namespace (as a host-network client):
+    the status, or 0 and the client's error."""
     code = (
-        "import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1], timeout=5).status)"
+        "import sys, urllib.request\n"
+        "print(urllib.request.urlopen(sys.argv[1], timeout=float(sys.argv[2])).status)"
     )
     answer = subprocess.run(
-        plane.node.enter(sys.executable, "-c", code, url),
+        plane.node.enter(sys.executable, "-c", code, url, str(NODE_CLIENT_SECONDS)),
         capture_output=True,
         text=True,
-        timeout=30,
+        timeout=NODE_CLIENT_SECONDS + 60,
     )
-    return int(answer.stdout.strip() or 0)
+    if answer.returncode != 0:
+        return 0, answer.stderr.strip().splitlines()[-1] if answer.stderr.strip() else "no output"
+    return int(answer.stdout), ""
+
+
+def ready_endpoints(plane: ControlPlane, service: str, namespace: str) -> list[str]:
+    """The ready endpoints of `service` as its EndpointSlices list them, as address:port."""
+    slices = plane.kubectl(
+        "get", "endpointslices", "-n", namespace,
+        "-l", f"kubernetes.io/service-name={service}", "-o", "json",
+    ).stdout  # fmt: skip
+    return sorted(
+        f"{address}:{port['port']}"
+        for s in json.loads(slices)["items"]
+        for port in s.get("ports") or []
+        for endpoint in s.get("endpoints") or []
+        if endpoint.get("conditions", {}).get("ready")
+        for address in endpoint["addresses"]
+    )
+
+
+def proxy_rules(plane: ControlPlane, service: str, namespace: str) -> list[str]:
+    """kube-proxy's iptables rules in the node for `service` (those naming it in their comment)."""
+    saved = subprocess.run(
+        plane.node.enter("iptables-save"), capture_output=True, text=True, timeout=60, check=True
+    ).stdout
+    return [line for line in saved.splitlines() if f"{namespace}/{service}" in line]
+
+
+def wait_routed(plane: ControlPlane, service: Obj, replicas: int) -> list[str]:
+    """Wait until the Service has `replicas` ready endpoints and kube-proxy's rules in the
+    node send its ClusterIP and NodePort to each of them; return the endpoints.
+
+    kube-proxy programs a change some time after the EndpointSlice shows it (its
+    minimum sync period, more on a loaded machine); until then the Service's rules
+    reject connections ("has no endpoints") or miss an endpoint.
+    """
+    name, namespace = service["metadata"]["name"], service["metadata"]["namespace"]
+    port = service["spec"]["ports"][0]
+    entries = (f"-d {service['spec']['clusterIP']}/32", f"--dport {port['nodePort']}")
+    seen: dict[str, list[str]] = {"endpoints": [], "rules": []}
+
+    def routed() -> list[str] | None:
+        seen["endpoints"] = endpoints = ready_endpoints(plane, name, namespace)
+        seen["rules"] = rules = proxy_rules(plane, name, namespace)
+        text = "\n".join(rules)
+        done = (
+            len(endpoints) == replicas
+            and all(entry in text for entry in entries)
+            and all(f"--to-destination {endpoint}" in text for endpoint in endpoints)
+            and "has no endpoints" not in text
+        )
+        return endpoints if done else None
+
+    began = time.monotonic()
+    try:
+        endpoints = wait_for(routed, f"kube-proxy to route {namespace}/{name}", PROXY_SECONDS)
+    except WaitTimeoutError as timeout:
+        rules = "\n".join(seen["rules"]) or "(none)"
+        raise AssertionError(
+            f"{timeout}; ready endpoints: {seen['endpoints']}; kube-proxy's rules:\n{rules}"
+        ) from None
+    print(f"{namespace}/{name}: routed by kube-proxy after {time.monotonic() - began:.1f}s")
+    return endpoints
 
 
 @pytest.mark.usefixtures("controller")
@@ -148,22 +219,13 @@ def test_the_production_example_runs_with_its_secret_service_and_two_replicas(
     service = must_get(plane, "service", "production", namespace)
     assert service["spec"]["type"] == "NodePort"
     # kube-proxy's rules route both the ClusterIP and the NodePort to a ready pod.
+    endpoints = wait_routed(plane, service, replicas=2)
+    assert sorted(f"{p['status']['podIP']}:9000" for p in running) == endpoints
     port = service["spec"]["ports"][0]
     cluster_ip = f"http://{service['spec']['clusterIP']}:{port['port']}/health/ready"
     node_port = f"http://{plane.node.addresses.node_ip}:{port['nodePort']}/health/ready"
-    assert http_status_from_node(plane, cluster_ip) == 200
-    assert http_status_from_node(plane, node_port) == 200
-    endpoints = plane.kubectl(
-        "get", "endpointslices", "-n", namespace,
-        "-l", "kubernetes.io/service-name=production", "-o", "json",
-    ).stdout  # fmt: skip
-    ready = [
-        e
-        for s in json.loads(endpoints)["items"]
-        for e in s.get("endpoints") or []
-        if e.get("conditions", {}).get("ready")
-    ]
-    assert len(ready) == 2
+    assert get_from_node(plane, cluster_ip) == (200, ""), cluster_ip
+    assert get_from_node(plane, node_port) == (200, ""), node_port
 
 
 @pytest.mark.usefixtures("controller")
