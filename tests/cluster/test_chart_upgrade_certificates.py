@@ -5,7 +5,16 @@ The previous chart and the previous webhook program come from git (commit
 PREVIOUS_LAYOUT); the programs run on the host with their chart's own tokens, as in
 test_chart_rbac.py, behind a relay on the configurations' URL that plays the
 Service: it moves new connections to the new webhook once that is ready, as the
-endpoints would. Admissions stream through the fail-closed hooks the whole time.
+endpoints would, before the previous one gets SIGTERM; open connections stay where
+they are, as kube-proxy keeps them. Admissions stream through the fail-closed hooks
+the whole time.
+
+The relay forwards each write at once (TCP_NODELAY), as kube-proxy's NAT does. With
+Nagle's algorithm it held each review's body about 40 ms behind its head, and the
+previous webhook, which discards the rest of a review arriving as its listener
+closes (ADR 0032; fixed since), then left a review unanswered until the API server's
+timeout in about half the runs. Over a real network the gap is microseconds, so an upgrade from the
+previous release can still fail one review, rarely; this release answers it.
 """
 
 import json
