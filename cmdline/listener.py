@@ -15,13 +15,19 @@ of both programs gets:
 - a deadline for a complete request head, counted from the handshake or the
   end of the previous response, which is also the idle keep-alive limit
   (aiohttp's keep-alive timer, which data trickling in does not extend);
-- a body deadline, applied by the admission handler around its read.
+- a body deadline, applied by the admission handler around its read;
+- a drain on shutdown (docs/adr/0032): from `drain()` every answer says
+  `Connection: close` and its connection closes after it; `cleanup()` stops
+  accepting, answers the requests under way (aiohttp's own shutdown would
+  drop a body still on its way and leave the connection open, unread), and
+  closes a connection only when nothing of a request is on it.
 aiohttp's own connection-level errors (malformed HTTP, a client gone
 mid-request) are counted and logged at debug, without a traceback, so
 anyone who can reach the port cannot flood the log.
 """
 
 import asyncio
+import contextlib
 import logging
 import ssl
 from asyncio import sslproto
@@ -121,13 +127,15 @@ class _Connection(asyncio.BufferedProtocol):
     def __init__(self, pool: "_Pool") -> None:
         self._pool = pool
         self.transport: asyncio.Transport | None = None
-        self.http: asyncio.Protocol | None = None
+        self.http: web.RequestHandler | None = None
         self._tls: _SmallTLS | None = None
         self._buffer: bytearray | None = None
         self._first_bytes_due: asyncio.TimerHandle | None = None
         # When the connection last became idle, or its request started.
         self.since = 0.0
         self.in_flight = 0
+        # True from the end of a request until the next byte: no request is on it.
+        self.quiet = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
@@ -175,6 +183,7 @@ class _Connection(asyncio.BufferedProtocol):
         return self._buffer if self._buffer is not None else _FIRST_READ
 
     def buffer_updated(self, nbytes: int) -> None:
+        self.quiet = False
         if self._tls is not None:
             self._tls.buffer_updated(nbytes)
             return
@@ -212,17 +221,26 @@ class _Connection(asyncio.BufferedProtocol):
         if self.transport is not None:
             self.transport.abort()
 
+    def close_quietly(self) -> None:
+        """Close a quiet connection as HTTP does (TLS close_notify, then FIN)."""
+        if self.http is not None:
+            self.http.force_close()
+
 
 @dataclass
 class _Pool:
     """The open connections of one listener, and who goes when it is full."""
 
-    make_http: Callable[[], asyncio.Protocol]
+    make_http: Callable[[], web.RequestHandler]
     ssl_context: ssl.SSLContext | None
     limits: ConnectionLimits
     metrics: ConnectionMetrics
     open: set[_Connection] = field(default_factory=set)
     by_http: dict[asyncio.Protocol, _Connection] = field(default_factory=dict)
+    # Answers say `Connection: close` (shutdown has begun).
+    draining: bool = False
+    # Set when a connection closes or its request ends.
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
 
     def admit(self, new: _Connection) -> None:
         """Make room for `new`, closing the idle connection (else the request) held longest."""
@@ -238,6 +256,17 @@ class _Pool:
         self.open.discard(connection)
         if connection.http is not None:
             self.by_http.pop(connection.http, None)
+        self.changed.set()
+
+    async def settle(self) -> None:
+        """Close each connection once no request is on it; return when none has one."""
+        while True:
+            self.changed.clear()
+            for connection in [c for c in self.open if c.quiet]:
+                connection.close_quietly()
+            if all(c.quiet for c in self.open):
+                return
+            await self.changed.wait()
 
     def tracked(
         self, handle: Callable[[web.BaseRequest], Awaitable[web.StreamResponse]]
@@ -252,12 +281,24 @@ class _Pool:
             connection.in_flight += 1
             connection.since = loop.time()
             try:
-                return await handle(request)
+                answer = await handle(request)
+            except web.HTTPException as error:  # aiohttp answers with it
+                self._closing(error)
+                raise
             finally:
                 connection.in_flight -= 1
                 connection.since = loop.time()
+                # The answer is written before the loop runs anything else.
+                connection.quiet = not connection.in_flight
+                self.changed.set()
+            self._closing(answer)
+            return answer
 
         return run
+
+    def _closing(self, answer: web.StreamResponse) -> None:
+        if self.draining:
+            answer.force_close()
 
 
 @dataclass
@@ -267,15 +308,27 @@ class Listener:
     runner: web.AppRunner
     server: asyncio.Server
     _pool: _Pool
+    shutdown_timeout: float
 
     @property
     def open_connections(self) -> int:
         return len(self._pool.open)
 
+    def drain(self) -> None:
+        """From now on each answer closes its connection (`Connection: close`), so
+        clients open new ones, which a Service sends to pods still ready."""
+        self._pool.draining = True
+
     async def cleanup(self) -> None:
         self.server.close()
+        self.drain()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(self.shutdown_timeout):
+                await self._pool.settle()
+        for connection in [c for c in self._pool.open if not c.quiet]:  # past the timeout
+            connection.close()
         await self.runner.cleanup()
-        for connection in list(self._pool.open):  # still in their TLS handshake
+        for connection in list(self._pool.open):  # still in their TLS handshake or close
             connection.close()
 
 
@@ -306,4 +359,4 @@ async def listen(
     server = await asyncio.get_running_loop().create_server(
         lambda: _Connection(pool), host, port, reuse_address=True
     )
-    return Listener(runner, server, pool)
+    return Listener(runner, server, pool, shutdown_timeout)

@@ -4,8 +4,9 @@ Start order: the health server first (so the kubelet sees a live process whose
 /readyz says why it is not ready yet), the metrics server
 (`cmdline/secure_metrics.py`), then the certificate material, then the
 HTTPS admission server. On SIGTERM /readyz turns 503, admissions are still answered
-for `shutdown_delay` seconds (while Service endpoints drop this pod), then the
-listener closes and in-flight admissions get `shutdown_timeout` seconds.
+for `shutdown_delay` seconds (while Service endpoints drop this pod), each with
+`Connection: close`, then the listener closes and in-flight admissions get
+`shutdown_timeout` seconds.
 """
 
 import asyncio
@@ -133,7 +134,9 @@ async def serve(options: ServeOptions, stop: asyncio.Event | None = None) -> Non
         await asyncio.gather(*state.tasks, return_exceptions=True)
         if admission_runner is not None:
             # Keep answering while endpoints drop this pod (readiness now fails),
-            # then close the listener and let in-flight requests finish.
+            # each answer closing its kept-alive connection, then close the
+            # listener and let in-flight requests finish (docs/adr/0032).
+            admission_runner.drain()
             await asyncio.sleep(options.shutdown_delay)
             await admission_runner.cleanup()
         if metrics_listener is not None:
