@@ -33,6 +33,10 @@ class ConnectionLimits:
     # A TLS handshake takes milliseconds; a connection still handshaking is idle.
     handshake_timeout: float = 3.0
     max_connections: int = 256
+    # At the cap, connections in their current state (idle, or one request in
+    # flight) for less than this are closed last: a new client's handshake and
+    # head take milliseconds, so a flood cannot push it out for a newer one.
+    newcomer_grace: float = 1.0
     # Time given to a client still sending a body the server has answered
     # (a 413) before the connection is closed.
     linger_seconds: float = 1.0

@@ -7,8 +7,10 @@ of both programs gets:
 - a cap on open connections, counted from accept (before TLS). At the cap a
   new connection is still served: the connection idle longest (no request in
   flight: still handshaking, no complete head yet, or kept alive between
-  requests) is closed to make room; when none is idle, the request in flight
-  longest. So a peer holding connections open cannot lock the API server out;
+  requests) is closed to make room, else the request in flight longest; a
+  connection in its state for less than `newcomer_grace` goes only when no
+  older one can. So a peer holding connections open cannot lock the API
+  server out, nor push out its newest connection;
 - a deadline for the first byte and then for the TLS handshake
   (`handshake_timeout`); TLS and HTTP start with the first byte, and a TLS
   connection queues about one record (asyncio's own holds up to 512 KiB);
@@ -243,11 +245,26 @@ class _Pool:
     changed: asyncio.Event = field(default_factory=asyncio.Event)
 
     def admit(self, new: _Connection) -> None:
-        """Make room for `new`, closing the idle connection (else the request) held longest."""
+        """Make room for `new`, closing the connection that has held its state longest:
+        idle before busy, but either only once it is past the newcomer grace, so that
+        neither a client still in its handshake nor a request just begun is pushed
+        out while an older one can go."""
         if len(self.open) >= self.limits.max_connections:
+            settled = asyncio.get_running_loop().time() - self.limits.newcomer_grace
             idle = [c for c in self.open if not c.in_flight]
-            victim = min(idle or self.open, key=lambda c: c.since)
-            self.metrics.evicted.labels("idle" if idle else "busy").inc()
+            busy = [c for c in self.open if c.in_flight]
+            candidates = next(
+                group
+                for group in (
+                    [c for c in idle if c.since <= settled],
+                    [c for c in busy if c.since <= settled],
+                    idle,
+                    busy,
+                )
+                if group
+            )
+            victim = min(candidates, key=lambda c: c.since)
+            self.metrics.evicted.labels("busy" if victim.in_flight else "idle").inc()
             self.discard(victim)
             victim.close()
         self.open.add(new)

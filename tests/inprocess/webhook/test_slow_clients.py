@@ -47,7 +47,9 @@ class Served:
 
 
 @contextlib.asynccontextmanager
-async def serving(tmp_path: Path, max_connections: int) -> AsyncIterator[Served]:
+async def serving(
+    tmp_path: Path, max_connections: int, newcomer_grace: float = 1.0
+) -> AsyncIterator[Served]:
     assert main_certs(["generate", "--out", str(tmp_path), "--ip-address", "127.0.0.1"]) == 0
     metrics = WebhookMetrics()
     port = free_port()
@@ -58,7 +60,10 @@ async def serving(tmp_path: Path, max_connections: int) -> AsyncIterator[Served]
         f"127.0.0.1:{port}",
         ReloadingTLS(tmp_path).context,
         limits=ConnectionLimits(
-            header_timeout=HEADER_TIMEOUT, max_connections=max_connections, linger_seconds=LINGER
+            header_timeout=HEADER_TIMEOUT,
+            max_connections=max_connections,
+            linger_seconds=LINGER,
+            newcomer_grace=newcomer_grace,
         ),
         metrics=metrics,
     )
@@ -181,6 +186,47 @@ async def test_at_the_cap_the_connection_idle_longest_makes_room_for_a_new_one(
         )
         assert evicted == 1
         for _, holder in holders:
+            holder.close()
+
+
+async def test_at_the_cap_a_new_client_is_not_pushed_out_for_an_older_request(
+    tmp_path: Path,
+) -> None:
+    """Every older connection has a request in flight (a flood of bodies): the next
+    arrival closes the oldest request, not the client that connected just before it."""
+    grace = 0.3
+    async with serving(tmp_path, max_connections=3, newcomer_grace=grace) as served:
+        holders = []
+        for _ in range(2):
+            reader, writer = await asyncio.open_connection(
+                "127.0.0.1", served.port, ssl=served.client_tls, server_hostname="127.0.0.1"
+            )
+            writer.write(
+                f"POST {PATH} HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{{".encode()
+            )
+            await writer.drain()
+            holders.append((reader, writer))
+        # Past the grace (the body deadline is further: they stay in flight).
+        await asyncio.sleep(grace + 0.2)
+        newcomer, newcomer_writer = await asyncio.open_connection(
+            "127.0.0.1", served.port, ssl=served.client_tls, server_hostname="127.0.0.1"
+        )
+        async with asyncio.timeout(CLOSE_WITHIN):
+            # The server's count is a plain value with nothing to wait on: poll it.
+            while served.listener.open_connections < 3:  # noqa: ASYNC110
+                await asyncio.sleep(0.01)
+        async with (
+            aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=served.client_tls)) as s,
+            s.post(f"https://127.0.0.1:{served.port}{PATH}", json=review(runtime())) as answer,
+        ):
+            assert answer.status == 200
+        await asyncio.wait_for(_closed_by_server(holders[0][0]), CLOSE_WITHIN)
+        await _answered_once(newcomer, newcomer_writer)  # still open, and served
+        evicted = served.metrics.registry.get_sample_value(
+            "trussium_webhook_connections_evicted_total", {"state": "busy"}
+        )
+        assert evicted == 1
+        for _, holder in [*holders, (newcomer, newcomer_writer)]:
             holder.close()
 
 
