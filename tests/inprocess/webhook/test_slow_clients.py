@@ -206,7 +206,9 @@ async def test_at_the_cap_a_new_client_is_not_pushed_out_for_an_older_request(
             )
             await writer.drain()
             holders.append((reader, writer))
-        # Past the grace (the body deadline is further: they stay in flight).
+        # The rule under test is about age: let the holders' requests outlive the
+        # grace (time is the condition here; the body deadline is further away, so
+        # they stay in flight, which the `busy` eviction asserted below confirms).
         await asyncio.sleep(grace + 0.2)
         newcomer, newcomer_writer = await asyncio.open_connection(
             "127.0.0.1", served.port, ssl=served.client_tls, server_hostname="127.0.0.1"
