@@ -143,6 +143,7 @@ READINESS_PROBE_TIMING: Final = (5, 2, 3)
 MAX_SURGE: Final = 1
 MAX_UNAVAILABLE: Final = 0
 PDB_MAX_UNAVAILABLE: Final = 1
+PDB_UNHEALTHY_POD_EVICTION_POLICY: Final = "AlwaysAllow"
 TOPOLOGY_KEY: Final = "kubernetes.io/hostname"
 EVENT_NOTE_MAX_LENGTH: Final = 1024
 

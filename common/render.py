@@ -268,9 +268,12 @@ def render_deployment(
 
 
 def render_pod_disruption_budget(runtime: TrussiumRuntime) -> Manifest:
+    """At most one pod down by eviction; a pod that is not Ready may always be evicted,
+    so a runtime that never becomes Ready cannot hold up a node drain."""
     spec = {
         "maxUnavailable": c.PDB_MAX_UNAVAILABLE,
         "selector": {"matchLabels": selector_labels(runtime.metadata.name)},
+        "unhealthyPodEvictionPolicy": c.PDB_UNHEALTHY_POD_EVICTION_POLICY,
     }
     return _object(runtime, "PodDisruptionBudget", spec=spec)
 

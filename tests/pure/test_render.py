@@ -419,12 +419,16 @@ def test_replicas(spec: dict[str, Any], live: dict[str, Any] | None, replicas: i
     assert objects(runtime(**spec), live)["Deployment"]["spec"]["replicas"] == replicas
 
 
-def test_pod_disruption_budget_allows_one_unavailable() -> None:
+def test_pod_disruption_budget_allows_one_unavailable_and_never_blocks_on_unready_pods() -> None:
     assert objects(runtime())["PodDisruptionBudget"] == {
         "apiVersion": "policy/v1",
         "kind": "PodDisruptionBudget",
         "metadata": METADATA,
-        "spec": {"maxUnavailable": 1, "selector": {"matchLabels": SELECTOR}},
+        "spec": {
+            "maxUnavailable": 1,
+            "selector": {"matchLabels": SELECTOR},
+            "unhealthyPodEvictionPolicy": "AlwaysAllow",
+        },
     }
 
 

@@ -1,8 +1,9 @@
 """Playing the Go operator on the local control plane: its CRD, its writes, its Lease.
 
-Its managed objects are rendered with our core without the scratch space,
-the one difference between the two operators' objects (docs/contract.md
-section 12), and written as it writes them: plain Update calls under the
+Its managed objects are rendered with our core without the two differences
+between the two operators' objects: the scratch space in the pod template
+and the PodDisruptionBudget's `unhealthyPodEvictionPolicy` (docs/contract.md
+sections 4.5 and 4.6); and written as it writes them: plain Update calls under the
 field manager `manager`. Its CRD is the fixture restating its Helm chart's
 schema.
 """
@@ -84,13 +85,15 @@ def without_scratch(template: Obj) -> Obj:
 def render(runtime: Obj) -> list[Obj]:
     """The objects the Go operator renders for `runtime` (as stored, with its uid), also
     for a spec that breaks rules a stored runtime may break (`common.ratcheting`): ours
-    without the scratch space."""
+    without the scratch space and the eviction policy for unhealthy pods."""
     model = parse_runtime(runtime, stored=True).runtime
     assert model is not None, parse_runtime(runtime, stored=True).errors
     objects = render_managed_objects(model)
     for obj in objects:
         if obj["kind"] == "Deployment":
             obj["spec"]["template"] = without_scratch(obj["spec"]["template"])
+        if obj["kind"] == "PodDisruptionBudget":
+            del obj["spec"]["unhealthyPodEvictionPolicy"]
     return objects
 
 
