@@ -72,6 +72,7 @@ class Reason(StrEnum):
     CONFIGURATION_INVALID = "ConfigurationInvalid"
     INVALID_SPEC = "InvalidSpec"
     RECONCILIATION_FAILED = "ReconciliationFailed"
+    RESOURCE_CONFLICT = "ResourceConflict"
     RECONCILIATION_COMPLETE = "ReconciliationComplete"
     DEPLOYMENT_PROGRESSING = "DeploymentProgressing"
     DEPLOYMENT_GENERATION_PENDING = "DeploymentGenerationPending"

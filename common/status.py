@@ -48,6 +48,8 @@ class Outcome:
     missing_secrets: tuple[str, ...] = ()
     reference_check_error: str | None = None
     reconcile_error: str | None = None
+    # Objects under the runtime's managed names that it does not own (`common.ownership`).
+    conflicts: tuple[str, ...] = ()
     # Referenced Secrets nobody checked: an install without Secret rights (ADR 0028).
     unchecked_secrets: tuple[str, ...] = ()
 
@@ -132,7 +134,7 @@ def _resolved(outcome: Outcome) -> ConditionState:
 
 
 def _configuration(runtime: TrussiumRuntime, outcome: Outcome, o: _Observed) -> Conditions | None:
-    """The first three rows of the table: the reconcile could not run to its end."""
+    """The first four rows of the table: the reconcile could not run to its end."""
     namespace = runtime.metadata.namespace
     if outcome.missing_secrets:
         message = _missing_secrets_message(namespace, outcome.missing_secrets)
@@ -152,6 +154,12 @@ def _configuration(runtime: TrussiumRuntime, outcome: Outcome, o: _Observed) -> 
                 "False", Reason.REFERENCE_CHECK_FAILED, message
             ),
             **_failed(Reason.RECONCILIATION_FAILED, message, availability(o.desired, o.available)),
+        }
+    if outcome.conflicts:
+        message = " ".join(outcome.conflicts)
+        return {
+            ConditionType.CONFIGURATION_VALID: _resolved(outcome),
+            **_failed(Reason.RESOURCE_CONFLICT, message, availability(o.desired, o.available)),
         }
     if outcome.reconcile_error is not None:
         message = f"Reconciliation failed: {outcome.reconcile_error}"

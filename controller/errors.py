@@ -31,6 +31,15 @@ class ReconcileError(Exception):
     """A failure the reconciler has already reported in status: retry with backoff."""
 
 
+class ResourceConflictError(ReconcileError):
+    """Managed names held by objects the runtime does not own (`common.ownership`):
+    nothing is written until they are free."""
+
+    def __init__(self, messages: tuple[str, ...]) -> None:
+        super().__init__(" ".join(messages))
+        self.messages = messages
+
+
 class Failure(Enum):
     RACE = "race"
     REPORTED = "reported"

@@ -19,6 +19,7 @@ from trussium_operator.common.events import decide_events
 from trussium_operator.common.images import render_image
 from trussium_operator.common.k8s_validation import FieldError
 from trussium_operator.common.managed_fields import GO_OPERATOR_MANAGER
+from trussium_operator.common.ownership import Ownership, conflict_message, ownership
 from trussium_operator.common.references import referenced_secret_names
 from trussium_operator.common.status import (
     Outcome,
@@ -27,7 +28,13 @@ from trussium_operator.common.status import (
     status_differs,
 )
 from trussium_operator.controller.applied import AppliedObjects
-from trussium_operator.controller.errors import Failure, ReconcileError, classify, failure_message
+from trussium_operator.controller.errors import (
+    Failure,
+    ReconcileError,
+    ResourceConflictError,
+    classify,
+    failure_message,
+)
 from trussium_operator.controller.kinds import MANAGED_KINDS, RUNTIMES, ManagedKind, disabled_kinds
 from trussium_operator.controller.machinery.cache import Obj
 from trussium_operator.controller.machinery.kube import ApiError, Kube
@@ -97,6 +104,12 @@ class Reconciler:
         obj = await self._announce_upgrade(obj, runtime, outcome, warnings)
         try:
             deployment, service = await self._converge(runtime)
+        except ResourceConflictError as conflict:
+            # Reported once as a state (Degraded, with its Warning event), not as a
+            # failure per retry; retried with backoff, as nothing watches the other object.
+            blocked = replace(outcome, conflicts=conflict.messages)
+            await self._report(obj, runtime, blocked, *self._observed(key), warnings)
+            raise
         except Exception as error:
             if classify(error) is Failure.REPORTED:
                 failure = replace(outcome, reconcile_error=failure_message(error))
@@ -137,16 +150,26 @@ class Reconciler:
         """Apply every enabled kind's object in registry order, each with its kind's step
         (`controller/kinds.py`), then delete the disabled kinds' objects; return the
         fresh Deployment and Service. An optional kind whose API is not served is
-        left out until it is (its appearance requeues every runtime)."""
+        left out until it is (its appearance requeues every runtime).
+
+        Nothing is written while any managed name is held by an object the runtime
+        does not own (`ResourceConflictError`): a runtime is not half provisioned around
+        someone else's Service or NetworkPolicy."""
         key = NamespacedName(runtime.metadata.namespace, runtime.metadata.name)
         cached_deployment = self.caches.owned("Deployment").store.get(key)
         observed: dict[str, Obj | None] = dict(
             zip(("Deployment", "Service"), self._observed(key), strict=True)
         )
         served = [kind for kind in self.kinds if self.caches.owned(kind.kind).served]
-        for kind in served:
-            if not kind.enabled(runtime):
-                continue
+        enabled = [kind for kind in served if kind.enabled(runtime)]
+        conflicts = [
+            conflict_message(kind.kind, key.name, found)
+            for kind in enabled
+            if not (found := await self._ownership(runtime, kind, key)).claim.writable
+        ]
+        if conflicts:
+            raise ResourceConflictError(tuple(conflicts))
+        for kind in enabled:
             rendered = kind.render(runtime, cached_deployment)
             live = self.caches.owned(kind.kind).store.get(key)
             if needs_takeover(live, self.legacy_managers):
@@ -165,11 +188,26 @@ class Reconciler:
             await self._delete_if_ours(runtime, kind, key)
         return observed["Deployment"], observed["Service"]
 
+    async def _ownership(
+        self, runtime: TrussiumRuntime, kind: ManagedKind, key: NamespacedName
+    ) -> Ownership:
+        """Whose the object under this kind's managed name is. The cache holds only
+        objects labelled as managed, so where it has none the API server is asked:
+        an object of someone else's is invisible to the cache."""
+        live = self.caches.owned(kind.kind).store.get(key)
+        if live is None:
+            try:
+                live = await self.kube.request("GET", kind.resource.path(*key))
+            except ApiError as error:
+                if not error.not_found:
+                    raise
+        return ownership(live, key.name, runtime.metadata.uid)
+
     async def _delete_if_ours(
         self, runtime: TrussiumRuntime, kind: ManagedKind, key: NamespacedName
     ) -> None:
         live = self.caches.owned(kind.kind).store.get(key)
-        if live is None or not _controlled_by(live, runtime.metadata.uid):
+        if live is None or not ownership(live, key.name, runtime.metadata.uid).claim.writable:
             return
         try:
             await self.kube.request(
@@ -245,13 +283,6 @@ class Reconciler:
 
 def _stamp(now: datetime) -> str:
     return now.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _controlled_by(obj: Obj, uid: str) -> bool:
-    return any(
-        ref.get("controller") and ref.get("uid") == uid
-        for ref in obj["metadata"].get("ownerReferences") or ()
-    )
 
 
 def _condition(status: Mapping[str, Any], type_: str) -> str:

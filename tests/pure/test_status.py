@@ -59,6 +59,7 @@ def condition(result: dict[str, Any], type_: str) -> dict[str, Any]:
 MISSING = Outcome(missing_secrets=("openai-key",))
 CHECK_FAILED = Outcome(reference_check_error="secrets is forbidden")
 APPLY_FAILED = Outcome(reconcile_error="the server rejected the Deployment")
+CONFLICT = Outcome(conflicts=('Service "demo" already exists and is not this runtime\'s.',))
 HEALTHY = ("False", "AsExpected")
 RESOLVED = ("True", "ReferencesResolved")
 
@@ -112,6 +113,18 @@ RESOLVED = ("True", "ReferencesResolved")
                 "Available": ("True", "RuntimeAvailable"),
                 "Ready": ("False", "ReconciliationFailed"),
                 "Degraded": ("True", "ReconciliationFailed"),
+            },
+        ),
+        (
+            runtime(),
+            deployment(2),
+            CONFLICT,
+            {
+                "ConfigurationValid": RESOLVED,
+                "Progressing": ("False", "ResourceConflict"),
+                "Available": ("True", "RuntimeAvailable"),
+                "Ready": ("False", "ResourceConflict"),
+                "Degraded": ("True", "ResourceConflict"),
             },
         ),
         (
@@ -228,6 +241,7 @@ RESOLVED = ("True", "ReferencesResolved")
         "secret-missing-scaled-to-zero",
         "secret-check-failed",
         "apply-failed",
+        "name-held-by-another-object",
         "no-deployment",
         "zero-scaled-down",
         "zero-pods-still-ready",
