@@ -2,12 +2,15 @@
 it, and its HTTP endpoints on a loopback port."""
 
 import json
+import os
+import subprocess
 import urllib.error
 import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from trussium_operator.common import constants as c
@@ -77,3 +80,27 @@ def refused(port: int) -> bool:
     except urllib.error.URLError as error:
         return isinstance(error.reason, ConnectionRefusedError)
     return False
+
+
+def as_runtime_user() -> dict[str, Any]:
+    """Popen arguments that drop root to the runtime's uid (nothing when not root)."""
+    if os.geteuid() != 0:
+        return {}
+    return {"user": c.RUNTIME_UID, "group": c.RUNTIME_GID, "extra_groups": []}
+
+
+def run(binary: Path, env: Mapping[str, str], *args: str, **popen: Any) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [str(binary), *args],
+        env=dict(env),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **popen,
+    )
+
+
+def serving(process: subprocess.Popen[str], port: int) -> bool:
+    if process.poll() is not None:
+        pytest.fail(f"the stand-in exited {process.returncode}: {process.communicate()[1]}")
+    return live(port)
