@@ -332,3 +332,34 @@ def test_a_malformed_readiness_setting_stops_it(standin: Path) -> None:
     assert process.returncode == 1
     assert f"{CACHE}: must be a positive number of seconds" in stderr
     assert f"{CHECKS}: must be true or false" in stderr
+
+
+def test_it_takes_every_runtime_setting_the_operator_may_render(standin: Path) -> None:
+    settings = {
+        CHECKS: "false",
+        "TRUSSIUM_READINESS__DEPENDENCY_TIMEOUT_SECONDS": "0.5",
+        CACHE: "10",
+        REQUIRED_MODEL: "llama3.2",
+        METRICS: "true",
+        "TRUSSIUM_RUNTIME__SERVICE_CLEANUP_SECONDS": "10",
+        "TRUSSIUM_RUNTIME__COMPONENT_HEALTH_TIMEOUT_SECONDS": "1",
+        "TRUSSIUM_RUNTIME__CAPABILITY_AVAILABILITY_TIMEOUT_SECONDS": "1",
+        "TRUSSIUM_RUNTIME__CAPABILITY_HEALTH_TIMEOUT_SECONDS": "1.5",
+        "TRUSSIUM_RERANKING__BASE_URL": "http://tei.models:8080",
+        "TRUSSIUM_RERANKING__API_KEY": API_KEY,
+        "TRUSSIUM_OBSERVABILITY__TRACING_ENABLED": "true",
+        "TRUSSIUM_OBSERVABILITY__TRACING_SERVICE_NAME": "trussium",
+        "TRUSSIUM_OBSERVABILITY__TRACING_SAMPLE_RATIO": "0.25",
+        "TRUSSIUM_OBSERVABILITY__OTLP_TRACES_ENDPOINT": "http://otel:4318/v1/traces",
+        "TRUSSIUM_OBSERVABILITY__OTLP_EXPORT_TIMEOUT_SECONDS": "10",
+    }
+    with runtime(standin, rendered_environment("runtime.yaml") | settings) as url:
+        status, config = get(int(url.rsplit(":", 1)[1]), "/standin/config")
+    assert status == 200
+    assert config["readiness"] == {
+        "dependencyChecksEnabled": False,
+        "dependencyTimeoutSeconds": 0.5,
+        "dependencyCacheSeconds": 10,
+        "requiredModel": "llama3.2",
+    }
+    assert config["metricsEnabled"] is True

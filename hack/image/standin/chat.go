@@ -188,8 +188,8 @@ func internalError(w http.ResponseWriter, why string) {
 }
 
 func chatHandler(c Config, provider *providerClient) http.Handler {
-	requestTimeout := seconds(c.ProviderRequestTimeoutSeconds, defaultProviderRequestSeconds)
-	idleTimeout := seconds(c.StreamIdleTimeoutSeconds, defaultStreamIdleSeconds)
+	requestTimeout := orDefault(c.ProviderRequestTimeoutSeconds, defaultProviderRequestSeconds)
+	idleTimeout := orDefault(c.StreamIdleTimeoutSeconds, defaultStreamIdleSeconds)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, chatBodyLimit))
 		if err != nil {
@@ -215,7 +215,8 @@ func chatHandler(c Config, provider *providerClient) http.Handler {
 	})
 }
 
-func seconds(configured, fallback int) time.Duration {
+// orDefault is a configured number of seconds, or the runtime's default.
+func orDefault(configured, fallback int) time.Duration {
 	if configured == 0 {
 		configured = fallback
 	}

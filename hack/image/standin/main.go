@@ -115,9 +115,8 @@ var settings = map[string]setting{
 		return nil
 	},
 	"TRUSSIUM_PROVIDER__BASE_URL": func(c *Config, v string) error {
-		u, err := url.Parse(v)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return errors.New("must be an absolute http or https URL")
+		if err := httpURL(v); err != nil {
+			return err
 		}
 		c.BaseURL = v
 		return nil
@@ -156,6 +155,18 @@ var settings = map[string]setting{
 		}
 		return c.MetricsEnabled
 	}),
+	// Settings of the runtime's that change nothing the stand-in does: checked, then ignored.
+	"TRUSSIUM_RUNTIME__SERVICE_CLEANUP_SECONDS":                 checked(seconds),
+	"TRUSSIUM_RUNTIME__COMPONENT_HEALTH_TIMEOUT_SECONDS":        checked(seconds),
+	"TRUSSIUM_RUNTIME__CAPABILITY_AVAILABILITY_TIMEOUT_SECONDS": checked(seconds),
+	"TRUSSIUM_RUNTIME__CAPABILITY_HEALTH_TIMEOUT_SECONDS":       checked(seconds),
+	"TRUSSIUM_RERANKING__BASE_URL":                              checked(httpURL),
+	"TRUSSIUM_RERANKING__API_KEY":                               checked(nonBlank),
+	"TRUSSIUM_OBSERVABILITY__TRACING_ENABLED":                   checked(boolean),
+	"TRUSSIUM_OBSERVABILITY__TRACING_SERVICE_NAME":              checked(nonBlank),
+	"TRUSSIUM_OBSERVABILITY__TRACING_SAMPLE_RATIO":              checked(ratio),
+	"TRUSSIUM_OBSERVABILITY__OTLP_TRACES_ENDPOINT":              checked(httpURL),
+	"TRUSSIUM_OBSERVABILITY__OTLP_EXPORT_TIMEOUT_SECONDS":       checked(seconds),
 }
 
 // readinessGroup is the readiness group being parsed, created with the
@@ -168,28 +179,70 @@ func (c *Config) readinessGroup() *Readiness {
 	return c.Readiness
 }
 
-// boolSetting takes the two spellings the operator renders; pydantic would
-// also take "1", "yes", "on" and more, none of which the operator writes.
 func boolSetting(field func(*Config) *bool) setting {
 	return func(c *Config, v string) error {
-		if v != "true" && v != "false" {
-			return errors.New("must be true or false")
+		if err := boolean(v); err != nil {
+			return err
 		}
 		*field(c) = v == "true"
 		return nil
 	}
 }
 
-// secondsSetting takes a positive, finite number of seconds (a float, as the runtime's).
 func secondsSetting(field func(*Config) *float64) setting {
 	return func(c *Config, v string) error {
-		n, err := strconv.ParseFloat(v, 64)
-		if err != nil || !(n > 0) || math.IsInf(n, 0) {
-			return errors.New("must be a positive number of seconds")
+		if err := seconds(v); err != nil {
+			return err
 		}
-		*field(c) = n
+		*field(c), _ = strconv.ParseFloat(v, 64)
 		return nil
 	}
+}
+
+// checked is a setting the stand-in only validates.
+func checked(check func(string) error) setting {
+	return func(_ *Config, v string) error { return check(v) }
+}
+
+// boolean takes the two spellings the operator renders; pydantic would also
+// take "1", "yes", "on" and more, none of which the operator writes.
+func boolean(v string) error {
+	if v != "true" && v != "false" {
+		return errors.New("must be true or false")
+	}
+	return nil
+}
+
+// seconds is a positive, finite number of seconds (a float, as the runtime's).
+func seconds(v string) error {
+	n, err := strconv.ParseFloat(v, 64)
+	if err != nil || !(n > 0) || math.IsInf(n, 0) {
+		return errors.New("must be a positive number of seconds")
+	}
+	return nil
+}
+
+func ratio(v string) error {
+	n, err := strconv.ParseFloat(v, 64)
+	if err != nil || n < 0 || n > 1 {
+		return errors.New("must be a number from 0 to 1")
+	}
+	return nil
+}
+
+func nonBlank(v string) error {
+	if strings.TrimSpace(v) == "" {
+		return errors.New("must not be blank")
+	}
+	return nil
+}
+
+func httpURL(v string) error {
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return errors.New("must be an absolute http or https URL")
+	}
+	return nil
 }
 
 func intSetting(lo, hi int, field func(*Config) *int) setting {
