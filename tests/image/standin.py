@@ -23,14 +23,23 @@ API_KEY = "sk-standin-test-0123456789"
 TCP_LISTEN = "0A"  # the state column of /proc/net/tcp for a listening socket
 
 
-def rendered_environment(example: str) -> dict[str, str]:
-    """The container environment the operator gives an example runtime
-    (its ConfigMap, plus API_KEY when it references a credentials Secret)."""
-    manifest = yaml.safe_load((EXAMPLES / example).read_text())
+def example(name: str) -> dict[str, Any]:
+    manifest: dict[str, Any] = yaml.safe_load((EXAMPLES / name).read_text())
+    return manifest
+
+
+def rendered_environment(example_or_manifest: str | dict[str, Any]) -> dict[str, str]:
+    """The container environment the operator gives a runtime, an example's by default
+    (its ConfigMap, plus API_KEY for each credentials Secret it references)."""
+    manifest = example_or_manifest
+    if isinstance(manifest, str):
+        manifest = example(manifest)
     runtime = TrussiumRuntime.model_validate(apply_defaults(manifest).object)
     env = config_data(runtime.spec)
     if runtime.spec.provider.credentials_secret_ref is not None:
         env[c.API_KEY_ENV] = API_KEY
+    if runtime.spec.reranking and runtime.spec.reranking.credentials_secret_ref is not None:
+        env[c.RERANKING_API_KEY_ENV] = API_KEY
     return env
 
 

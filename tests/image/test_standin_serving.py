@@ -21,6 +21,7 @@ from devcluster.polling import wait_for
 from tests.image.standin import (
     API_KEY,
     as_runtime_user,
+    example,
     get,
     local,
     rendered_environment,
@@ -34,10 +35,8 @@ EXIT_TIMEOUT_SECONDS = 15
 START_SECONDS = 10
 # The provider's models; the examples' ollama model is among them.
 MODELS = "llama3.2,gpt-4o-mini"
-CHECKS = "TRUSSIUM_READINESS__DEPENDENCY_CHECKS_ENABLED"
-CACHE = "TRUSSIUM_READINESS__DEPENDENCY_CACHE_SECONDS"
-REQUIRED_MODEL = "TRUSSIUM_READINESS__REQUIRED_MODEL"
-METRICS = "TRUSSIUM_OBSERVABILITY__METRICS_ENABLED"
+CHECKS, CACHE = c.ENV_DEPENDENCY_CHECKS, c.ENV_DEPENDENCY_CACHE
+REQUIRED_MODEL, METRICS = c.ENV_REQUIRED_MODEL, c.ENV_METRICS
 # Short enough that a readiness test waits on it, not on a fixed sleep.
 SHORT_CACHE = "0.2"
 # Far longer than any test: a cached result can only be this one.
@@ -335,25 +334,37 @@ def test_a_malformed_readiness_setting_stops_it(standin: Path) -> None:
 
 
 def test_it_takes_every_runtime_setting_the_operator_may_render(standin: Path) -> None:
-    settings = {
-        CHECKS: "false",
-        "TRUSSIUM_READINESS__DEPENDENCY_TIMEOUT_SECONDS": "0.5",
-        CACHE: "10",
-        REQUIRED_MODEL: "llama3.2",
-        METRICS: "true",
-        "TRUSSIUM_RUNTIME__SERVICE_CLEANUP_SECONDS": "10",
-        "TRUSSIUM_RUNTIME__COMPONENT_HEALTH_TIMEOUT_SECONDS": "1",
-        "TRUSSIUM_RUNTIME__CAPABILITY_AVAILABILITY_TIMEOUT_SECONDS": "1",
-        "TRUSSIUM_RUNTIME__CAPABILITY_HEALTH_TIMEOUT_SECONDS": "1.5",
-        "TRUSSIUM_RERANKING__BASE_URL": "http://tei.models:8080",
-        "TRUSSIUM_RERANKING__API_KEY": API_KEY,
-        "TRUSSIUM_OBSERVABILITY__TRACING_ENABLED": "true",
-        "TRUSSIUM_OBSERVABILITY__TRACING_SERVICE_NAME": "trussium",
-        "TRUSSIUM_OBSERVABILITY__TRACING_SAMPLE_RATIO": "0.25",
-        "TRUSSIUM_OBSERVABILITY__OTLP_TRACES_ENDPOINT": "http://otel:4318/v1/traces",
-        "TRUSSIUM_OBSERVABILITY__OTLP_EXPORT_TIMEOUT_SECONDS": "10",
+    manifest = example("runtime.yaml")
+    manifest["spec"] |= {
+        "readiness": {
+            "dependencyChecks": False,
+            "dependencyTimeoutSeconds": 0.5,
+            "dependencyCacheSeconds": 10,
+            "requiredModel": "llama3.2",
+        },
+        "reranking": {
+            "baseURL": "http://tei.models:8080",
+            "credentialsSecretRef": {"name": "tei", "key": "api-key"},
+        },
+        "observability": {
+            "metrics": True,
+            "tracing": {
+                "enabled": True,
+                "serviceName": "trussium",
+                "sampleRatio": 0.25,
+                "otlpEndpoint": "http://otel:4318/v1/traces",
+                "exportTimeoutSeconds": 10,
+            },
+        },
+        "runtime": {
+            "serviceCleanupTimeoutSeconds": 10,
+            "componentHealthTimeoutSeconds": 1,
+            "capabilityAvailabilityTimeoutSeconds": 1,
+            "capabilityHealthTimeoutSeconds": 1.5,
+        },
     }
-    with runtime(standin, rendered_environment("runtime.yaml") | settings) as url:
+    env = rendered_environment(manifest)
+    with runtime(standin, env) as url:
         status, config = get(int(url.rsplit(":", 1)[1]), "/standin/config")
     assert status == 200
     assert config["readiness"] == {
