@@ -38,7 +38,8 @@ IMAGE_TAG_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$"
 IMAGE_DIGEST_PATTERN = r"^sha256:[a-f0-9]{64}$"
 SECRET_KEY_PATTERN = r"^[A-Za-z0-9._-]+$"
 # No leading or trailing whitespace: the runtime strips it, and would ask for another name.
-TRIMMED_PATTERN = r"^\S(.*\S)?$"
+# Spelled out, since `\S` is Unicode-aware in pydantic's regex engine and ASCII in Go's.
+TRIMMED_PATTERN = r"^[^ \t\n\r\f\v](.*[^ \t\n\r\f\v])?$"
 DATE_TIME: JsonDict = {"format": "date-time"}
 
 
@@ -621,7 +622,8 @@ class TrussiumRuntimeStatus(K8sModel):
     conditions: list[Condition] = Field(
         [],
         description="ConfigurationValid, Progressing, Available, Ready, Degraded, Upgrading; "
-        "ConfigurationWarnings while a stored spec breaks rules it may break.",
+        "ConfigurationWarnings while a stored spec breaks rules it may break or its "
+        "provider settings leave the runtime unable to serve.",
         json_schema_extra={
             "x-kubernetes-list-type": "map",
             "x-kubernetes-list-map-keys": ["type"],

@@ -152,6 +152,10 @@ ENV_TRACING_SERVICE_NAME: Final = "TRUSSIUM_OBSERVABILITY__TRACING_SERVICE_NAME"
 ENV_TRACING_SAMPLE_RATIO: Final = "TRUSSIUM_OBSERVABILITY__TRACING_SAMPLE_RATIO"
 ENV_OTLP_ENDPOINT: Final = "TRUSSIUM_OBSERVABILITY__OTLP_TRACES_ENDPOINT"
 ENV_OTLP_EXPORT_TIMEOUT: Final = "TRUSSIUM_OBSERVABILITY__OTLP_EXPORT_TIMEOUT_SECONDS"
+# The runtime's provider client: the API root it uses for Ollama when none is given, and
+# the path Ollama serves the OpenAI API under (docs/contract.md section 13).
+RUNTIME_OLLAMA_BASE_URL: Final = "http://127.0.0.1:11434/v1"
+OLLAMA_API_PATH: Final = "/v1"
 LIVE_PATH: Final = "/health/live"
 READY_PATH: Final = "/health/ready"
 # (periodSeconds, timeoutSeconds, failureThreshold)

@@ -24,6 +24,7 @@ from trussium_operator.common.images import render_image
 from trussium_operator.common.json_limits import shown
 from trussium_operator.common.k8s_validation import FieldError
 from trussium_operator.common.parsing import ParsedRuntime, parse_runtime
+from trussium_operator.common.provider_warnings import provider_warnings
 from trussium_operator.common.quantity import QuantityError, parse_quantity
 from trussium_operator.common.ratcheting import TolerableRule, tolerated
 from trussium_operator.common.references import referenced_secret_paths
@@ -306,6 +307,7 @@ def _warnings(model: TrussiumRuntimeSpec) -> Iterator[FieldError]:
             "spec.replicas",
             "ignored while spec.autoscaling.enabled is true; the autoscaler owns the replica count",
         )
+    yield from provider_warnings(model)
 
 
 def validate_runtime(obj: object, old: object = None, *, stored: bool = False) -> ValidationResult:

@@ -35,6 +35,11 @@ Design notes:
   built-in workloads and `kubectl delete all --all` never deletes runtimes.
 - `kubectl get truntime` shows Ready, Desired, Provider, Model, Version, the
   Ready condition's Reason and Age; `-o wide` adds the running Image.
+- Provider settings the runtime cannot serve with are warnings, not errors:
+  an `ollama` `provider.baseURL` whose path does not end in `/v1`, an `openai`
+  one with no path, an `ollama` runtime without `baseURL` (the runtime would
+  call its own Pod) and an `openai` runtime without `credentialsSecretRef`
+  (contract section 13).
 - The warning about `replicas` while autoscaling is enabled fires when
   `replicas` differs from its default 1: the API server stores the default
   before the webhook sees the object, so an explicit `1` cannot be told apart.
