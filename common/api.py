@@ -17,6 +17,7 @@ from typing import Annotated, Any, Final, Literal, Self
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 from pydantic.config import JsonDict
 
+from trussium_operator.common.constants import READINESS_PROBE_TIMING
 from trussium_operator.common.k8s_types import (
     INT32,
     INT64,
@@ -36,6 +37,9 @@ IMAGE_REPOSITORY_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:/-]*$"
 IMAGE_TAG_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$"
 IMAGE_DIGEST_PATTERN = r"^sha256:[a-f0-9]{64}$"
 SECRET_KEY_PATTERN = r"^[A-Za-z0-9._-]+$"
+# No leading or trailing whitespace: the runtime strips it, and would ask for another name.
+# Spelled out, since `\S` is Unicode-aware in pydantic's regex engine and ASCII in Go's.
+TRIMMED_PATTERN = r"^[^ \t\n\r\f\v](.*[^ \t\n\r\f\v])?$"
 DATE_TIME: JsonDict = {"format": "date-time"}
 
 
@@ -131,12 +135,20 @@ AUTOSCALING_BOUNDS_ORDERED = CelRule(
     message="maxReplicas must be greater than or equal to minReplicas",
     holds=lambda autoscaling: autoscaling.max_replicas >= autoscaling.min_replicas,
 )
+_HTTP_URL_RULE = (
+    "isURL(self) && url(self).getScheme() in ['http', 'https'] && url(self).getHostname() != ''"
+)
 BASE_URL_IS_HTTP = CelRule(
-    rule="isURL(self) && url(self).getScheme() in ['http', 'https'] "
-    "&& url(self).getHostname() != ''",
-    message="must be an absolute http or https URL with a host, e.g. http://ollama:11434",
+    rule=_HTTP_URL_RULE,
+    message="must be an absolute http or https URL with a host, e.g. http://ollama:11434/v1",
     holds=_http_url_with_host,
     name=TolerableRule.BASE_URL_NOT_HTTP,
+)
+# The same rule on fields the Go operator never had: no stored runtime can break it.
+URL_IS_HTTP = CelRule(
+    rule=_HTTP_URL_RULE,
+    message="must be an absolute http or https URL with a host",
+    holds=_http_url_with_host,
 )
 
 
@@ -165,6 +177,10 @@ ObjectName = Annotated[
     ),
 ]
 TimeoutSeconds = Annotated[int, _bounds(1, 3600), INT32]
+# The runtime's own settings read seconds as decimals (ADR 0035): more than 0, at most an hour.
+Seconds = Annotated[float, Field(gt=0, le=3600)]
+# The readiness probe's timeout: a dependency check must end within it (ADR 0035).
+READINESS_PROBE_TIMEOUT_SECONDS: Final = READINESS_PROBE_TIMING[1]
 
 
 class ImageSpec(K8sModel):
@@ -230,8 +246,10 @@ class ProviderSpec(K8sModel):
         None,
         alias="baseURL",
         max_length=2048,
-        description="The provider's base URL, an absolute http or https URL without "
-        "credentials, e.g. http://ollama.models:11434. Defaults to the provider's own.",
+        description="The provider's API root, an absolute http or https URL without "
+        "credentials: the runtime calls <baseURL>/responses and <baseURL>/models, so for "
+        "Ollama it ends in /v1, e.g. http://ollama.models:11434/v1. Unset: OpenAI's own API, "
+        "or for ollama http://127.0.0.1:11434/v1, the runtime's own Pod.",
         json_schema_extra=_cel(BASE_URL_IS_HTTP),
     )
     credentials_secret_ref: SecretKeyReference | None = Field(
@@ -262,6 +280,132 @@ class RuntimeTuning(K8sModel):
         description="How long the runtime drains in-flight requests on shutdown, in seconds "
         "(default 30); the Pod's termination grace period is this plus 6.",
     )
+    service_cleanup_timeout_seconds: Seconds | None = Field(
+        None,
+        description="How long one of the runtime's service cleanup hooks may take on "
+        "shutdown, in seconds, e.g. 2.5 (runtime default 10).",
+    )
+    component_health_timeout_seconds: Seconds | None = Field(
+        None,
+        description="How long one runtime component health check may take, in seconds "
+        "(runtime default 1).",
+    )
+    capability_availability_timeout_seconds: Seconds | None = Field(
+        None,
+        description="How long one capability availability check may take, in seconds "
+        "(runtime default 1).",
+    )
+    capability_health_timeout_seconds: Seconds | None = Field(
+        None,
+        description="How long one capability health check may take, in seconds "
+        "(runtime default 1).",
+    )
+
+
+class ReadinessSpec(K8sModel):
+    """Whether the runtime is ready only while its provider answers; an unset field keeps
+    the runtime's own default."""
+
+    dependency_checks: bool | None = Field(
+        None,
+        description="Gate readiness on the provider (runtime default false): the runtime "
+        "answers its readiness probe only while the provider serves requiredModel "
+        "(GET <baseURL>/models/<requiredModel> succeeds), so a Pod whose provider is down or "
+        "refuses its credentials takes no traffic.",
+    )
+    dependency_timeout_seconds: (
+        Annotated[float, Field(gt=0, lt=READINESS_PROBE_TIMEOUT_SECONDS)] | None
+    ) = Field(
+        None,
+        description="How long one provider check may take, in seconds (runtime default 1); "
+        f"less than the readiness probe's timeout, {READINESS_PROBE_TIMEOUT_SECONDS} seconds, "
+        "so a slow provider fails the check, not the probe.",
+    )
+    dependency_cache_seconds: Seconds | None = Field(
+        None,
+        description="How long the runtime reuses a check's result, in seconds "
+        "(runtime default 10).",
+    )
+    required_model: str | None = Field(
+        None,
+        min_length=1,
+        max_length=255,
+        pattern=TRIMMED_PATTERN,
+        description="The model the provider must serve for the runtime to be ready; "
+        "defaults to provider.model while dependencyChecks is true.",
+    )
+
+
+class RerankingSpec(K8sModel):
+    """A Hugging Face Text Embeddings Inference (TEI) server the runtime reranks with."""
+
+    base_url: str = Field(
+        alias="baseURL",
+        max_length=2048,
+        description="The TEI server's URL, an absolute http or https URL without "
+        "credentials, e.g. http://tei.models:8080; the runtime posts to <baseURL>/rerank.",
+        json_schema_extra=_cel(URL_IS_HTTP),
+    )
+    credentials_secret_ref: SecretKeyReference | None = Field(
+        None,
+        description="The Secret key holding the TEI API key, passed to the runtime as "
+        "TRUSSIUM_RERANKING__API_KEY. The operator only checks that the Secret exists.",
+    )
+
+    @field_validator("base_url")
+    @classmethod
+    def _base_url_is_http(cls, value: str) -> str:
+        _check(value, URL_IS_HTTP)
+        return value
+
+
+class TracingSpec(K8sModel):
+    """OpenTelemetry traces the runtime exports over OTLP/HTTP; an unset field keeps the
+    runtime's own default."""
+
+    enabled: bool | None = Field(
+        None, description="Whether the runtime exports traces (runtime default false)."
+    )
+    service_name: str | None = Field(
+        None,
+        min_length=1,
+        max_length=255,
+        pattern=TRIMMED_PATTERN,
+        description="The traces' service.name (runtime default trussium).",
+    )
+    sample_ratio: Annotated[float, Field(ge=0, le=1)] | None = Field(
+        None,
+        description="The share of root traces sampled, from 0 to 1, e.g. 0.25 (runtime default 1).",
+    )
+    otlp_endpoint: str | None = Field(
+        None,
+        max_length=2048,
+        description="The OTLP/HTTP traces endpoint, an absolute http or https URL without "
+        "credentials, e.g. http://otel-collector.observability:4318/v1/traces (runtime "
+        "default http://127.0.0.1:4318/v1/traces, the runtime's own Pod).",
+        json_schema_extra=_cel(URL_IS_HTTP),
+    )
+    export_timeout_seconds: Seconds | None = Field(
+        None, description="How long one export may take, in seconds (runtime default 10)."
+    )
+
+    @field_validator("otlp_endpoint")
+    @classmethod
+    def _endpoint_is_http(cls, value: str | None) -> str | None:
+        if value is not None:
+            _check(value, URL_IS_HTTP)
+        return value
+
+
+class ObservabilitySpec(K8sModel):
+    """The runtime's own metrics and traces; an unset field keeps the runtime's own default."""
+
+    metrics: bool | None = Field(
+        None,
+        description="Whether the runtime serves Prometheus metrics at /metrics "
+        "(runtime default true).",
+    )
+    tracing: TracingSpec | None = Field(None, description="OpenTelemetry trace export.")
 
 
 class ServiceSpec(K8sModel):
@@ -387,6 +531,13 @@ class TrussiumRuntimeSpec(K8sModel):
     )
     provider: ProviderSpec = Field(description="The model provider.")
     runtime: RuntimeTuning | None = Field(None, description="Runtime timeouts.")
+    readiness: ReadinessSpec | None = Field(None, description="Readiness gated on the provider.")
+    reranking: RerankingSpec | None = Field(
+        None, description="The reranking server (Text Embeddings Inference)."
+    )
+    observability: ObservabilitySpec | None = Field(
+        None, description="The runtime's metrics and traces."
+    )
     service: ServiceSpec = Field(
         default_factory=ServiceSpec,
         description="The Service exposing the runtime.",
@@ -471,7 +622,8 @@ class TrussiumRuntimeStatus(K8sModel):
     conditions: list[Condition] = Field(
         [],
         description="ConfigurationValid, Progressing, Available, Ready, Degraded, Upgrading; "
-        "ConfigurationWarnings while a stored spec breaks rules it may break.",
+        "ConfigurationWarnings while a stored spec breaks rules it may break or its "
+        "provider settings leave the runtime unable to serve.",
         json_schema_extra={
             "x-kubernetes-list-type": "map",
             "x-kubernetes-list-map-keys": ["type"],

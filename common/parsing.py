@@ -51,9 +51,11 @@ _PATTERN_HINTS = {
     api.IMAGE_TAG_PATTERN: "letters, digits, '_', '.' and '-', not starting with '.' or '-'",
     api.IMAGE_DIGEST_PATTERN: "sha256: followed by 64 lowercase hexadecimal digits",
     api.SECRET_KEY_PATTERN: "letters, digits, '.', '_' and '-'",
+    api.TRIMMED_PATTERN: "a name without leading or trailing whitespace",
 }
 _TYPE_NAMES = {
     "int_type": "an integer",
+    "float_type": "a number",
     "string_type": "a string",
     "bool_type": "a boolean",
     "dict_type": "an object",
@@ -159,6 +161,11 @@ def _field_path(loc: tuple[int | str, ...]) -> str:
     return path
 
 
+def _number(bound: object) -> object:
+    """A bound as the schema states it: 2, not the 2.0 a decimal field's check holds."""
+    return int(bound) if isinstance(bound, float) and bound.is_integer() else bound
+
+
 def _schema_error(error: ErrorDetails) -> FieldError:
     kind, ctx, value = error["type"], error.get("ctx", {}), error.get("input")
     path = _field_path(error["loc"])
@@ -189,9 +196,13 @@ def _schema_error(error: ErrorDetails) -> FieldError:
         hint = _PATTERN_HINTS.get(ctx["pattern"], f"matching {ctx['pattern']}")
         return FieldError(path, f"invalid value {shown(value)}: must be {hint}")
     if kind == "greater_than_equal":
-        return FieldError(path, f"must be greater than or equal to {ctx['ge']}")
+        return FieldError(path, f"must be greater than or equal to {_number(ctx['ge'])}")
     if kind == "less_than_equal":
-        return FieldError(path, f"must be less than or equal to {ctx['le']}")
+        return FieldError(path, f"must be less than or equal to {_number(ctx['le'])}")
+    if kind == "greater_than":
+        return FieldError(path, f"must be greater than {_number(ctx['gt'])}")
+    if kind == "less_than":
+        return FieldError(path, f"must be less than {_number(ctx['lt'])}")
     if kind == "literal_error":
         return FieldError(
             path,

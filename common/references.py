@@ -8,6 +8,9 @@ def referenced_secret_paths(spec: TrussiumRuntimeSpec) -> dict[str, str]:
     paths: dict[str, str] = {}
     if spec.provider.credentials_secret_ref is not None:
         paths[spec.provider.credentials_secret_ref.name] = "spec.provider.credentialsSecretRef.name"
+    reranking = spec.reranking.credentials_secret_ref if spec.reranking else None
+    if reranking is not None:
+        paths.setdefault(reranking.name, "spec.reranking.credentialsSecretRef.name")
     for index, ref in enumerate(spec.image_pull_secrets or ()):
         paths.setdefault(ref.name, f"spec.imagePullSecrets[{index}].name")
     return dict(sorted(paths.items()))

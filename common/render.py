@@ -13,7 +13,16 @@ from typing import Any
 from pydantic import BaseModel
 
 from trussium_operator.common import constants as c
-from trussium_operator.common.api import AutoscalingSpec, TrussiumRuntime, TrussiumRuntimeSpec
+from trussium_operator.common.api import (
+    AutoscalingSpec,
+    ObservabilitySpec,
+    ReadinessSpec,
+    RuntimeTuning,
+    SecretKeyReference,
+    TracingSpec,
+    TrussiumRuntime,
+    TrussiumRuntimeSpec,
+)
 from trussium_operator.common.images import render_image
 from trussium_operator.common.lifecycle import desired_replicas
 from trussium_operator.common.quantity import QuantityError, parse_quantity
@@ -86,7 +95,51 @@ def config_data(spec: TrussiumRuntimeSpec) -> dict[str, str]:
             c.ENV_GRACEFUL_SHUTDOWN: tuning.shutdown_drain_timeout_seconds,
         }
         data.update({key: str(value) for key, value in optional.items() if value is not None})
+    data.update(
+        {key: _setting(value) for key, value in _settings(spec).items() if value is not None}
+    )
     return data
+
+
+def _settings(spec: TrussiumRuntimeSpec) -> dict[str, bool | float | str | None]:
+    """The runtime's own settings (ADR 0035) by environment name; None where the spec
+    leaves the runtime's default. A dependency check needs a model to ask the provider
+    for: provider.model unless the spec names another."""
+    tuning = spec.runtime or RuntimeTuning()
+    readiness = spec.readiness or ReadinessSpec()
+    observability = spec.observability or ObservabilitySpec()
+    tracing = observability.tracing or TracingSpec()
+    required_model = readiness.required_model
+    if required_model is None and readiness.dependency_checks:
+        required_model = spec.provider.model
+    return {
+        c.ENV_SERVICE_CLEANUP: tuning.service_cleanup_timeout_seconds,
+        c.ENV_COMPONENT_HEALTH_TIMEOUT: tuning.component_health_timeout_seconds,
+        c.ENV_CAPABILITY_AVAILABILITY_TIMEOUT: tuning.capability_availability_timeout_seconds,
+        c.ENV_CAPABILITY_HEALTH_TIMEOUT: tuning.capability_health_timeout_seconds,
+        c.ENV_DEPENDENCY_CHECKS: readiness.dependency_checks,
+        c.ENV_DEPENDENCY_TIMEOUT: readiness.dependency_timeout_seconds,
+        c.ENV_DEPENDENCY_CACHE: readiness.dependency_cache_seconds,
+        c.ENV_REQUIRED_MODEL: required_model,
+        c.ENV_RERANKING_BASE_URL: spec.reranking.base_url if spec.reranking else None,
+        c.ENV_METRICS: observability.metrics,
+        c.ENV_TRACING: tracing.enabled,
+        c.ENV_TRACING_SERVICE_NAME: tracing.service_name,
+        c.ENV_TRACING_SAMPLE_RATIO: tracing.sample_ratio,
+        c.ENV_OTLP_ENDPOINT: tracing.otlp_endpoint,
+        c.ENV_OTLP_EXPORT_TIMEOUT: tracing.export_timeout_seconds,
+    }
+
+
+def _setting(value: bool | float | str) -> str:
+    """A value as the runtime's settings parse it: `true`/`false`; a whole number of
+    seconds without a fraction (`10`, not `10.0`); other numbers in Python's shortest
+    exact form (`0.25`)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() else repr(value)
+    return value
 
 
 def config_checksum(data: Mapping[str, str]) -> str:
@@ -170,6 +223,13 @@ def _scratch(spec: TrussiumRuntimeSpec) -> tuple[dict[str, Any], dict[str, Any],
     return volume, mount, {"name": c.SCRATCH_ENV, "value": c.SCRATCH_PATH}
 
 
+def _secret_env(name: str, ref: SecretKeyReference | None) -> list[dict[str, Any]]:
+    """A credential reaches the runtime only from its Secret, never through the ConfigMap."""
+    if ref is None:
+        return []
+    return [{"name": name, "valueFrom": {"secretKeyRef": {"name": ref.name, "key": ref.key}}}]
+
+
 def _container(spec: TrussiumRuntimeSpec, name: str) -> dict[str, Any]:
     container: dict[str, Any] = {
         "name": c.CONTAINER_NAME,
@@ -179,13 +239,12 @@ def _container(spec: TrussiumRuntimeSpec, name: str) -> dict[str, Any]:
         "envFrom": [{"configMapRef": {"name": name}}],
     }
     _, scratch_mount, scratch_env = _scratch(spec)
-    credentials = spec.provider.credentials_secret_ref
-    if credentials is not None:
-        secret_ref = {"name": credentials.name, "key": credentials.key}
-        api_key = {"name": c.API_KEY_ENV, "valueFrom": {"secretKeyRef": secret_ref}}
-        container["env"] = [api_key, scratch_env]
-    else:
-        container["env"] = [scratch_env]
+    reranking = spec.reranking.credentials_secret_ref if spec.reranking else None
+    container["env"] = [
+        *_secret_env(c.API_KEY_ENV, spec.provider.credentials_secret_ref),
+        *_secret_env(c.RERANKING_API_KEY_ENV, reranking),
+        scratch_env,
+    ]
     if spec.resources is not None:
         container["resources"] = _dump(spec.resources)
     container["volumeMounts"] = [scratch_mount]

@@ -21,7 +21,8 @@ def _structural(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
     """One pydantic JSON-schema node as a structural OpenAPI v3 node."""
     siblings = {k: v for k, v in node.items() if k not in ("$ref", "anyOf")}
     if "$ref" in node:
-        base = _structural(defs[node["$ref"].rsplit("/", 1)[1]], defs)
+        # A copy: a type used in two places must not share lists (YAML would alias them).
+        base = _structural(copy.deepcopy(defs[node["$ref"].rsplit("/", 1)[1]]), defs)
     elif "anyOf" in node:
         variants = [v for v in node["anyOf"] if v != {"type": "null"}]
         types = sorted(v.get("type", "") for v in variants)
@@ -39,6 +40,11 @@ def _structural(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
     out = base | {k: v for k, v in siblings.items() if k not in _DROPPED}
     if out.get("default", 0) is None:
         del out["default"]
+    for exclusive, bound in (("exclusiveMinimum", "minimum"), ("exclusiveMaximum", "maximum")):
+        # JSON Schema's exclusive bound is a number; OpenAPI v3.0's, which CRDs speak,
+        # is a flag on the plain bound.
+        if not isinstance(out.get(exclusive, True), bool):
+            out[bound], out[exclusive] = out[exclusive], True
     if "properties" in out:
         out["properties"] = {k: _structural(v, defs) for k, v in out["properties"].items()}
     if isinstance(node.get("additionalProperties"), dict):

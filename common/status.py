@@ -35,6 +35,7 @@ from trussium_operator.common.lifecycle import (
     status_count,
     upgrade_of,
 )
+from trussium_operator.common.ratcheting import tolerated
 
 Conditions = dict[ConditionType, ConditionState]
 _RESOLVED = ConditionState("True", Reason.REFERENCES_RESOLVED, "All referenced Secrets exist.")
@@ -335,12 +336,21 @@ def invalid_spec_message(errors: Sequence[FieldError]) -> str:
 
 
 def warnings_message(warnings: Sequence[FieldError]) -> str:
-    """Every rule a reconciled runtime breaks, with its field path and name."""
-    listed = _listed(warnings, lambda e: f"{e.path}: {e.message} [{e.rule}]")
-    return (
-        "The spec breaks rules a new runtime must meet; it is reconciled as the Go operator "
-        f"reconciled it: {listed}. Fix the spec to clear this."
-    )
+    """Every rule a reconciled runtime breaks, with its field path and name; then each
+    provider setting it cannot serve with (`common.provider_warnings`)."""
+    broken = [w for w in warnings if tolerated(w)]
+    advice = [w for w in warnings if not tolerated(w)]
+    parts = []
+    if broken:
+        listed = _listed(broken, lambda e: f"{e.path}: {e.message} [{e.rule}]")
+        parts.append(
+            "The spec breaks rules a new runtime must meet; it is reconciled as the Go "
+            f"operator reconciled it: {listed}."
+        )
+    if advice:
+        listed = _listed(advice, lambda e: f"{e.path}: {e.message}")
+        parts.append(f"The runtime is reconciled, but its provider settings look wrong: {listed}.")
+    return " ".join([*parts, "Fix the spec to clear this."])
 
 
 def invalid_spec_status(

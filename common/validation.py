@@ -24,6 +24,7 @@ from trussium_operator.common.images import render_image
 from trussium_operator.common.json_limits import shown
 from trussium_operator.common.k8s_validation import FieldError
 from trussium_operator.common.parsing import ParsedRuntime, parse_runtime
+from trussium_operator.common.provider_warnings import provider_warnings
 from trussium_operator.common.quantity import QuantityError, parse_quantity
 from trussium_operator.common.ratcheting import TolerableRule, tolerated
 from trussium_operator.common.references import referenced_secret_paths
@@ -156,21 +157,20 @@ def _pod_metadata_errors(pod_metadata: Mapping[str, Any]) -> Iterator[FieldError
     yield from k8s_validation.validate_annotations(annotations, f"{path}.annotations")
 
 
-def _base_url_errors(base_url: object) -> Iterator[FieldError]:
-    if not isinstance(base_url, str):
+def _url_credentials_errors(
+    path: str, url: object, instead: str, rule: str = ""
+) -> Iterator[FieldError]:
+    """A URL goes to the runtime's ConfigMap, which is no place for a credential."""
+    if not isinstance(url, str):
         return
     try:
-        parts = urlsplit(base_url)
+        parts = urlsplit(url)
     except ValueError:
         return  # the schema's URL rule reports it
     if "@" in parts.netloc:
         # Never echo the value: it holds credentials.
         yield FieldError(
-            "spec.provider.baseURL",
-            "must not contain user credentials; put the API key in a Secret and reference it "
-            "with spec.provider.credentialsSecretRef",
-            "FieldValueForbidden",
-            TolerableRule.BASE_URL_CREDENTIALS,
+            path, f"must not contain user credentials; {instead}", "FieldValueForbidden", rule
         )
 
 
@@ -232,8 +232,22 @@ def _semantic_errors(
     resources = as_dict(spec.get("resources"))
     yield from k8s_validation.validate_resources(resources, "spec.resources")
     yield from _scratch_errors(as_dict(spec.get("scratch")), resources)
-    provider = as_dict(spec.get("provider"))
-    yield from _base_url_errors(provider.get("baseURL"))
+    yield from _url_credentials_errors(
+        "spec.provider.baseURL",
+        as_dict(spec.get("provider")).get("baseURL"),
+        "put the API key in a Secret and reference it with spec.provider.credentialsSecretRef",
+        TolerableRule.BASE_URL_CREDENTIALS,
+    )
+    yield from _url_credentials_errors(
+        "spec.reranking.baseURL",
+        as_dict(spec.get("reranking")).get("baseURL"),
+        "put the API key in a Secret and reference it with spec.reranking.credentialsSecretRef",
+    )
+    yield from _url_credentials_errors(
+        "spec.observability.tracing.otlpEndpoint",
+        as_dict(as_dict(spec.get("observability")).get("tracing")).get("otlpEndpoint"),
+        "the runtime sends traces without credentials",
+    )
     # Read from the plain spec, not the model, so it is reported beside schema errors too.
     if as_dict(spec.get("autoscaling")).get("enabled") is True and (
         "cpu" not in as_dict(resources.get("requests"))
@@ -293,6 +307,7 @@ def _warnings(model: TrussiumRuntimeSpec) -> Iterator[FieldError]:
             "spec.replicas",
             "ignored while spec.autoscaling.enabled is true; the autoscaler owns the replica count",
         )
+    yield from provider_warnings(model)
 
 
 def validate_runtime(obj: object, old: object = None, *, stored: bool = False) -> ValidationResult:

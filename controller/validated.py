@@ -14,11 +14,13 @@ they cost no validation. An invalid generation is validated each time: its
 status needs the errors.
 
 A stored runtime that breaks only rules it may break (`common.ratcheting`)
-counts as valid, with those violations as its warnings, kept beside its generation.
+counts as valid, with those violations as its warnings, kept beside its generation,
+and so do the provider settings it cannot serve with (`common.provider_warnings`).
 """
 
 from trussium_operator.common.api import TrussiumRuntime
 from trussium_operator.common.parsing import parse_runtime
+from trussium_operator.common.provider_warnings import provider_warnings
 from trussium_operator.common.ratcheting import split_stored
 from trussium_operator.common.validation import FieldError, validate_runtime
 from trussium_operator.controller.machinery.cache import Obj
@@ -44,11 +46,12 @@ class ValidGenerations:
                 return runtime, (), known[1]
         verdict = validate_runtime(obj, stored=True)
         runtime = verdict.runtime
-        freezing, warnings = split_stored(verdict.errors)
+        freezing, tolerated = split_stored(verdict.errors)
         if freezing or runtime is None:
             self._valid.pop(key, None)
             problem = verdict.parsed.runtime_problem if verdict.parsed else ""
             return None, verdict.errors or (FieldError("metadata", problem),), ()
+        warnings = tolerated + provider_warnings(runtime.spec)
         if seen is not None:
             self._valid[key] = (seen, warnings)
         return runtime, (), warnings

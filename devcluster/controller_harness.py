@@ -138,7 +138,7 @@ def scoped(namespace: str) -> tuple[str, str]:
 def runtime_manifest(name: str, namespace: str, **spec: Any) -> Obj:
     body: Obj = {
         "image": {"repository": IMAGE, "tag": "1.0.0"},
-        "provider": {"type": "openai", "model": "gpt-4o-mini"},
+        "provider": {"type": "ollama", "model": "m", "baseURL": "http://127.0.0.1:11434/v1"},
     }
     body.update(spec)
     return {

@@ -35,6 +35,11 @@ Design notes:
   built-in workloads and `kubectl delete all --all` never deletes runtimes.
 - `kubectl get truntime` shows Ready, Desired, Provider, Model, Version, the
   Ready condition's Reason and Age; `-o wide` adds the running Image.
+- Provider settings the runtime cannot serve with are warnings, not errors:
+  an `ollama` `provider.baseURL` whose path does not end in `/v1`, an `openai`
+  one with no path, an `ollama` runtime without `baseURL` (the runtime would
+  call its own Pod) and an `openai` runtime without `credentialsSecretRef`
+  (contract section 13).
 - The warning about `replicas` while autoscaling is enabled fires when
   `replicas` differs from its default 1: the API server stores the default
   before the webhook sees the object, so an explicit `1` cannot be told apart.
@@ -59,7 +64,9 @@ def _constraints(node: dict[str, Any]) -> str:
     if "enum" in node:
         parts.append("one of " + ", ".join(f"`{v}`" for v in node["enum"]))
     if "minimum" in node or "maximum" in node:
-        parts.append(f"{node.get('minimum', '')}..{node.get('maximum', '')}")
+        low = f"{node['minimum']}{' (excluded)' if node.get('exclusiveMinimum') else ''}"
+        high = f"{node['maximum']}{' (excluded)' if node.get('exclusiveMaximum') else ''}"
+        parts.append(f"{low if 'minimum' in node else ''}..{high if 'maximum' in node else ''}")
     if "minLength" in node or "maxLength" in node:
         parts.append(f"length {node.get('minLength', 0)}..{node.get('maxLength', '')}")
     if "maxItems" in node:

@@ -346,6 +346,39 @@ def test_missing_secret_warning_reaches_kubectl(kubectl: Kubectl, reviewed_names
     assert "'openai-credentials'" in again.stderr
 
 
+@pytest.mark.parametrize(
+    ("provider", "warning"),
+    [
+        (
+            {"type": "ollama", "model": "llama3.2", "baseURL": "http://ollama.models:11434"},
+            "Warning: spec.provider.baseURL: the runtime calls <baseURL>/responses and "
+            "<baseURL>/models, and Ollama serves them under /v1: end the URL in /v1",
+        ),
+        (
+            {"type": "ollama", "model": "llama3.2"},
+            "Warning: spec.provider.baseURL: unset, so the runtime calls "
+            "http://127.0.0.1:11434/v1, inside its own Pod, where no Ollama runs",
+        ),
+        (
+            {"type": "openai", "model": "gpt-4o-mini", "baseURL": "https://api.openai.com/v1"},
+            "Warning: spec.provider.credentialsSecretRef: unset, so the runtime has no API key "
+            "and serves no chat",
+        ),
+    ],
+    ids=["ollama-without-v1", "ollama-without-base-url", "openai-without-credentials"],
+)
+def test_provider_settings_the_runtime_cannot_serve_with_are_warned_about(
+    provider: dict[str, Any], warning: str, kubectl: Kubectl, reviewed_namespace: str
+) -> None:
+    """A warning, not a denial: kubectl prints it and the runtime is stored."""
+    applied = kubectl(
+        "apply", "-n", reviewed_namespace, "-f", "-", input=_runtime("warned", provider=provider)
+    )
+    assert warning in applied.stderr
+    assert applied.stderr.count("Warning:") == 1, applied.stderr
+    assert kubectl("get", PLURAL, "warned", "-n", reviewed_namespace, "-o", "name").stdout
+
+
 def test_the_api_server_defaults_before_the_mutating_hook(
     kubectl: Kubectl, reviewed_namespace: str, webhook: RunningWebhook
 ) -> None:

@@ -96,7 +96,7 @@ def test_provision_configure_upgrade_idle_and_delete(
                 name,
                 namespace,
                 provider={
-                    "type": "openai",
+                    "type": "ollama",
                     "model": "gpt-4o-mini",
                     "baseURL": "https://api.example.com/v1",
                 },
@@ -144,7 +144,7 @@ def test_provision_configure_upgrade_idle_and_delete(
                 name,
                 namespace,
                 provider={
-                    "type": "openai",
+                    "type": "ollama",
                     "model": "gpt-4o-mini",
                     "baseURL": "https://other.example.com/v1",
                 },
@@ -159,7 +159,7 @@ def test_provision_configure_upgrade_idle_and_delete(
         # Image changes are upgrades, by tag and by digest.
         base = {
             "provider": {
-                "type": "openai",
+                "type": "ollama",
                 "model": "gpt-4o-mini",
                 "baseURL": "https://other.example.com/v1",
             }

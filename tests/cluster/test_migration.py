@@ -109,7 +109,7 @@ def test_switching_rolls_once_prunes_stale_values_and_keeps_what_others_own(
         "autoscaling": {"enabled": True, "minReplicas": 1, "maxReplicas": 3},
         "resources": {"requests": {"cpu": "100m"}},
     }
-    provider = {"type": "ollama", "model": "m", "baseURL": "http://ollama:11434"}
+    provider = {"type": "ollama", "model": "m", "baseURL": "http://ollama:11434/v1"}
     apply(plane, runtime_manifest(name, namespace, provider=provider, **optional))
     for obj in rendered(plane, name, namespace):
         go_create(plane, obj)
@@ -318,7 +318,7 @@ GO_SAMPLE: Obj = {
         ],
     },
 }
-OLLAMA = {"type": "ollama", "model": "m"}
+OLLAMA = {"type": "ollama", "model": "m", "baseURL": "http://ollama:11434/v1"}
 # name -> (spec, the field path and the rule its warning names)
 STRICTER: dict[str, tuple[Obj, str, str]] = {
     "go-sample": (GO_SAMPLE, "spec.autoscaling.enabled", "AutoscalingWithoutCPURequest"),

@@ -80,7 +80,7 @@ def test_the_migration_guide_runs_in_order_and_loses_nothing(
     } <= set(steps)
     assert "rollback-kustomize" in steps
     hold_lease(plane, GO_NAMESPACE, f"{PREFIX}controller-manager-7d9_1f2e", duration=5)
-    provider = {"type": "ollama", "model": "m", "baseURL": "http://ollama:11434"}
+    provider = {"type": "ollama", "model": "m", "baseURL": "http://ollama:11434/v1"}
     plane.kubectl(
         "create",
         "-f",

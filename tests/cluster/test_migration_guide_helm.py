@@ -116,7 +116,7 @@ def go_helm_install(plane: ControlPlane, namespace: str) -> Iterator[dict[str, s
     wait_for(lambda: accepts_base_url(plane, "localhost:11434"), "the Go CRD served")
     wait_for(lambda: go_ready(plane), "the Go controller running")
     hold_lease(plane, GO_NAMESPACE, f"{GO_NAME}-7d9_1f2e", duration=5)
-    provider = {"type": "ollama", "model": "m", "baseURL": "http://ollama:11434"}
+    provider = {"type": "ollama", "model": "m", "baseURL": "http://ollama:11434/v1"}
     runtime = runtime_manifest("chat", namespace, provider=provider)
     plane.kubectl("create", "-f", "-", input=json.dumps(runtime))
     for obj in rendered(plane, "chat", namespace):

@@ -2,12 +2,15 @@
 it, and its HTTP endpoints on a loopback port."""
 
 import json
+import os
+import subprocess
 import urllib.error
 import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from trussium_operator.common import constants as c
@@ -20,14 +23,23 @@ API_KEY = "sk-standin-test-0123456789"
 TCP_LISTEN = "0A"  # the state column of /proc/net/tcp for a listening socket
 
 
-def rendered_environment(example: str) -> dict[str, str]:
-    """The container environment the operator gives an example runtime
-    (its ConfigMap, plus API_KEY when it references a credentials Secret)."""
-    manifest = yaml.safe_load((EXAMPLES / example).read_text())
+def example(name: str) -> dict[str, Any]:
+    manifest: dict[str, Any] = yaml.safe_load((EXAMPLES / name).read_text())
+    return manifest
+
+
+def rendered_environment(example_or_manifest: str | dict[str, Any]) -> dict[str, str]:
+    """The container environment the operator gives a runtime, an example's by default
+    (its ConfigMap, plus API_KEY for each credentials Secret it references)."""
+    manifest = example_or_manifest
+    if isinstance(manifest, str):
+        manifest = example(manifest)
     runtime = TrussiumRuntime.model_validate(apply_defaults(manifest).object)
     env = config_data(runtime.spec)
     if runtime.spec.provider.credentials_secret_ref is not None:
         env[c.API_KEY_ENV] = API_KEY
+    if runtime.spec.reranking and runtime.spec.reranking.credentials_secret_ref is not None:
+        env[c.RERANKING_API_KEY_ENV] = API_KEY
     return env
 
 
@@ -77,3 +89,27 @@ def refused(port: int) -> bool:
     except urllib.error.URLError as error:
         return isinstance(error.reason, ConnectionRefusedError)
     return False
+
+
+def as_runtime_user() -> dict[str, Any]:
+    """Popen arguments that drop root to the runtime's uid (nothing when not root)."""
+    if os.geteuid() != 0:
+        return {}
+    return {"user": c.RUNTIME_UID, "group": c.RUNTIME_GID, "extra_groups": []}
+
+
+def run(binary: Path, env: Mapping[str, str], *args: str, **popen: Any) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [str(binary), *args],
+        env=dict(env),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **popen,
+    )
+
+
+def serving(process: subprocess.Popen[str], port: int) -> bool:
+    if process.poll() is not None:
+        pytest.fail(f"the stand-in exited {process.returncode}: {process.communicate()[1]}")
+    return live(port)

@@ -13,7 +13,7 @@ import subprocess
 import tempfile
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,63 +21,26 @@ import pytest
 
 from devcluster.layout import free_port
 from devcluster.polling import wait_for
-from hack.image.images import STANDIN_BINARY, build
-from hack.image.oci import extract
 from tests.image.standin import (
     API_KEY,
+    as_runtime_user,
     get,
     listening,
-    live,
     local,
     refused,
     rendered_environment,
+    run,
+    serving,
 )
 from tests.support.uploads import Upload, upload
 from trussium_operator.common import constants as c
 
-RUNTIME_UID = c.RUNTIME_UID
 EXIT_TIMEOUT_SECONDS = 15
 # Generous for a loaded machine, and still far short of the drain period below.
 LISTENER_CLOSE_SECONDS = 30
 # Long enough that a stand-in waiting it out instead of exiting when idle fails the test.
 LONG_DRAIN_SECONDS = 600
 MB = 1_000_000
-
-
-@pytest.fixture(scope="module")
-def standin() -> Iterator[Path]:
-    """The stand-in binary, copied out of its image where any user can run it."""
-    with tempfile.TemporaryDirectory() as scratch:
-        directory = Path(scratch)
-        directory.chmod(0o755)
-        binary = directory / STANDIN_BINARY
-        extract(build("standin"), STANDIN_BINARY, binary)
-        binary.chmod(0o755)
-        yield binary
-
-
-def as_runtime_user() -> dict[str, Any]:
-    """Popen arguments that drop root to the runtime's uid (nothing when not root)."""
-    if os.geteuid() != 0:
-        return {}
-    return {"user": RUNTIME_UID, "group": c.RUNTIME_GID, "extra_groups": []}
-
-
-def run(binary: Path, env: Mapping[str, str], *args: str, **popen: Any) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [str(binary), *args],
-        env=dict(env),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        **popen,
-    )
-
-
-def serving(process: subprocess.Popen[str], port: int) -> bool:
-    if process.poll() is not None:
-        pytest.fail(f"the stand-in exited {process.returncode}: {process.communicate()[1]}")
-    return live(port)
 
 
 def test_refuses_to_run_as_root(standin: Path) -> None:

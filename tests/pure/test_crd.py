@@ -306,7 +306,14 @@ def test_schema_is_structural() -> None:
         if node.get("x-kubernetes-int-or-string"):
             assert node["anyOf"] == [{"type": "integer"}, {"type": "string"}], path
         else:
-            assert node.get("type") in ("object", "array", "string", "integer", "boolean"), path
+            assert node.get("type") in (
+                "object",
+                "array",
+                "string",
+                "integer",
+                "number",
+                "boolean",
+            ), path
             assert "anyOf" not in node, path
             assert "$ref" not in node, path
 

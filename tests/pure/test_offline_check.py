@@ -10,7 +10,7 @@ RUNTIME = {
     "metadata": {"name": "chat", "namespace": "team-a"},
     "spec": {
         "image": {"repository": "ghcr.io/trussiumhq/trussium", "tag": "1.4.2"},
-        "provider": {"type": "openai", "model": "gpt-4o-mini"},
+        "provider": {"type": "ollama", "model": "llama3.2", "baseURL": "http://ollama:11434/v1"},
     },
 }
 

@@ -19,7 +19,7 @@ metadata:
   namespace: prod
 spec:
   image: {{repository: ghcr.io/trussium/runtime, tag: "1.4.0"}}
-  provider: {{type: openai, model: gpt-4o-mini}}
+  provider: {{type: ollama, model: llama3.2, baseURL: "http://ollama:11434/v1"}}
 """
 NAMESPACE = "apiVersion: v1\nkind: Namespace\nmetadata: {name: prod}\n"
 KINDS = ["ConfigMap", "ServiceAccount", "Service", "Deployment", "PodDisruptionBudget"]

@@ -3,8 +3,14 @@
 // configuration the operator renders (the TRUSSIUM_* environment of the
 // ConfigMap and the API-key Secret), serves the health endpoints the probes
 // call, and behaves like the real runtime where the pod contract touches it:
-// it spools uploads over 1 MiB to a temporary directory and fails them without
-// one (upload.go), and on SIGTERM it shuts down as uvicorn does.
+// it answers chat completions through its provider (chat.go, provider.go),
+// gates readiness on that provider when asked to (readiness.go), exports the
+// runtime's request metrics (metrics.go), spools uploads over 1 MiB to a
+// temporary directory and fails them without one (upload.go), and on SIGTERM
+// it shuts down as uvicorn does.
+//
+// `trussium-standin provider` runs something else: a stub of the provider
+// itself (stub.go), for tests to point a runtime at.
 //
 // It is stricter than a real runtime has to be, so that tests notice when the
 // operator renders something wrong: an unknown TRUSSIUM_* variable, a
@@ -18,6 +24,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -47,8 +54,37 @@ type Config struct {
 	ProviderRequestTimeoutSeconds int    `json:"providerRequestTimeoutSeconds,omitempty"`
 	StreamIdleTimeoutSeconds      int    `json:"streamIdleTimeoutSeconds,omitempty"`
 	GracefulShutdownSeconds       int    `json:"gracefulShutdownSeconds"`
-	// Only whether a key was given: its value is never logged or served.
+	// Only whether a key was given: its value is never logged or served, only
+	// sent to the provider.
 	APIKeySet bool `json:"apiKeySet"`
+	apiKey    string
+	// Shown only when one of their variables is set (the runtime's defaults apply otherwise).
+	Readiness      *Readiness `json:"readiness,omitempty"`
+	MetricsEnabled *bool      `json:"metricsEnabled,omitempty"`
+}
+
+// Readiness is the runtime's TRUSSIUM_READINESS__* group.
+type Readiness struct {
+	DependencyChecksEnabled  bool    `json:"dependencyChecksEnabled"`
+	DependencyTimeoutSeconds float64 `json:"dependencyTimeoutSeconds"`
+	DependencyCacheSeconds   float64 `json:"dependencyCacheSeconds"`
+	RequiredModel            string  `json:"requiredModel,omitempty"`
+}
+
+// The runtime's defaults for its readiness group (ReadinessSettings).
+var defaultReadiness = Readiness{DependencyTimeoutSeconds: 1, DependencyCacheSeconds: 10}
+
+// readiness is the group in effect: as configured, or the runtime's defaults.
+func (c Config) readiness() Readiness {
+	if c.Readiness == nil {
+		return defaultReadiness
+	}
+	return *c.Readiness
+}
+
+// metricsEnabled is the runtime's TRUSSIUM_OBSERVABILITY__METRICS_ENABLED (default true).
+func (c Config) metricsEnabled() bool {
+	return c.MetricsEnabled == nil || *c.MetricsEnabled
 }
 
 // setting parses one variable's value into the Config.
@@ -79,9 +115,8 @@ var settings = map[string]setting{
 		return nil
 	},
 	"TRUSSIUM_PROVIDER__BASE_URL": func(c *Config, v string) error {
-		u, err := url.Parse(v)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return errors.New("must be an absolute http or https URL")
+		if err := httpURL(v); err != nil {
+			return err
 		}
 		c.BaseURL = v
 		return nil
@@ -91,6 +126,7 @@ var settings = map[string]setting{
 			return errors.New("must not be empty")
 		}
 		c.APIKeySet = true
+		c.apiKey = v
 		return nil
 	},
 	"TRUSSIUM_TIMEOUTS__PROVIDER_REQUEST_SECONDS": intSetting(1, 3600,
@@ -99,6 +135,114 @@ var settings = map[string]setting{
 		func(c *Config) *int { return &c.StreamIdleTimeoutSeconds }),
 	"TRUSSIUM_RUNTIME__GRACEFUL_SHUTDOWN_SECONDS": intSetting(1, 3600,
 		func(c *Config) *int { return &c.GracefulShutdownSeconds }),
+	"TRUSSIUM_READINESS__DEPENDENCY_CHECKS_ENABLED": boolSetting(
+		func(c *Config) *bool { return &c.readinessGroup().DependencyChecksEnabled }),
+	"TRUSSIUM_READINESS__DEPENDENCY_TIMEOUT_SECONDS": secondsSetting(
+		func(c *Config) *float64 { return &c.readinessGroup().DependencyTimeoutSeconds }),
+	"TRUSSIUM_READINESS__DEPENDENCY_CACHE_SECONDS": secondsSetting(
+		func(c *Config) *float64 { return &c.readinessGroup().DependencyCacheSeconds }),
+	"TRUSSIUM_READINESS__REQUIRED_MODEL": func(c *Config, v string) error {
+		model := strings.TrimSpace(v)
+		if model == "" {
+			return errors.New("must not be blank")
+		}
+		c.readinessGroup().RequiredModel = model
+		return nil
+	},
+	"TRUSSIUM_OBSERVABILITY__METRICS_ENABLED": boolSetting(func(c *Config) *bool {
+		if c.MetricsEnabled == nil {
+			c.MetricsEnabled = new(bool)
+		}
+		return c.MetricsEnabled
+	}),
+	// Settings of the runtime's that change nothing the stand-in does: checked, then ignored.
+	"TRUSSIUM_RUNTIME__SERVICE_CLEANUP_SECONDS":                 checked(seconds),
+	"TRUSSIUM_RUNTIME__COMPONENT_HEALTH_TIMEOUT_SECONDS":        checked(seconds),
+	"TRUSSIUM_RUNTIME__CAPABILITY_AVAILABILITY_TIMEOUT_SECONDS": checked(seconds),
+	"TRUSSIUM_RUNTIME__CAPABILITY_HEALTH_TIMEOUT_SECONDS":       checked(seconds),
+	"TRUSSIUM_RERANKING__BASE_URL":                              checked(httpURL),
+	"TRUSSIUM_RERANKING__API_KEY":                               checked(nonBlank),
+	"TRUSSIUM_OBSERVABILITY__TRACING_ENABLED":                   checked(boolean),
+	"TRUSSIUM_OBSERVABILITY__TRACING_SERVICE_NAME":              checked(nonBlank),
+	"TRUSSIUM_OBSERVABILITY__TRACING_SAMPLE_RATIO":              checked(ratio),
+	"TRUSSIUM_OBSERVABILITY__OTLP_TRACES_ENDPOINT":              checked(httpURL),
+	"TRUSSIUM_OBSERVABILITY__OTLP_EXPORT_TIMEOUT_SECONDS":       checked(seconds),
+}
+
+// readinessGroup is the readiness group being parsed, created with the
+// runtime's defaults by its first variable.
+func (c *Config) readinessGroup() *Readiness {
+	if c.Readiness == nil {
+		group := defaultReadiness
+		c.Readiness = &group
+	}
+	return c.Readiness
+}
+
+func boolSetting(field func(*Config) *bool) setting {
+	return func(c *Config, v string) error {
+		if err := boolean(v); err != nil {
+			return err
+		}
+		*field(c) = v == "true"
+		return nil
+	}
+}
+
+func secondsSetting(field func(*Config) *float64) setting {
+	return func(c *Config, v string) error {
+		if err := seconds(v); err != nil {
+			return err
+		}
+		*field(c), _ = strconv.ParseFloat(v, 64)
+		return nil
+	}
+}
+
+// checked is a setting the stand-in only validates.
+func checked(check func(string) error) setting {
+	return func(_ *Config, v string) error { return check(v) }
+}
+
+// boolean takes the two spellings the operator renders; pydantic would also
+// take "1", "yes", "on" and more, none of which the operator writes.
+func boolean(v string) error {
+	if v != "true" && v != "false" {
+		return errors.New("must be true or false")
+	}
+	return nil
+}
+
+// seconds is a positive, finite number of seconds (a float, as the runtime's).
+func seconds(v string) error {
+	n, err := strconv.ParseFloat(v, 64)
+	if err != nil || !(n > 0) || math.IsInf(n, 0) {
+		return errors.New("must be a positive number of seconds")
+	}
+	return nil
+}
+
+func ratio(v string) error {
+	n, err := strconv.ParseFloat(v, 64)
+	if err != nil || n < 0 || n > 1 {
+		return errors.New("must be a number from 0 to 1")
+	}
+	return nil
+}
+
+func nonBlank(v string) error {
+	if strings.TrimSpace(v) == "" {
+		return errors.New("must not be blank")
+	}
+	return nil
+}
+
+func httpURL(v string) error {
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return errors.New("must be an absolute http or https URL")
+	}
+	return nil
 }
 
 func intSetting(lo, hi int, field func(*Config) *int) setting {
@@ -160,24 +304,31 @@ func checkSandbox(allowWritableRoot bool) error {
 	return nil
 }
 
-// handler serves the probes' endpoints, the upload endpoint and the parsed
-// configuration, counting the requests in flight.
+// handler serves the probes' endpoints, chat completions, the upload
+// endpoint, the metrics and the parsed configuration, counting the requests
+// in flight.
 func handler(c Config, inFlight *atomic.Int64) http.Handler {
+	provider := newProviderClient(c)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /health/live", func(w http.ResponseWriter, _ *http.Request) {
 		reply(w, http.StatusOK, map[string]string{"status": "live"})
 	})
-	mux.HandleFunc("GET /health/ready", func(w http.ResponseWriter, _ *http.Request) {
-		reply(w, http.StatusOK, map[string]string{"status": "ready"})
-	})
+	mux.Handle("GET /health/ready", readinessHandler(c, provider))
+	mux.Handle("POST /v1/chat/completions", chatHandler(c, provider))
 	mux.HandleFunc("POST /v1/audio/transcriptions", transcribe)
 	mux.HandleFunc("GET /standin/config", func(w http.ResponseWriter, _ *http.Request) {
 		reply(w, http.StatusOK, c)
 	})
+	var served http.Handler = mux
+	if c.metricsEnabled() {
+		m := newRequestMetrics()
+		mux.Handle("GET /metrics", m)
+		served = m.measure(mux)
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		inFlight.Add(1)
 		defer inFlight.Add(-1)
-		mux.ServeHTTP(w, r)
+		served.ServeHTTP(w, r)
 	})
 }
 
@@ -197,6 +348,10 @@ func fail(format string, args ...any) {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "provider" {
+		runProviderStub(os.Args[2:])
+		return
+	}
 	allowWritableRoot := flag.Bool("allow-writable-root", false,
 		"start even when the root filesystem is writable (for running outside a container)")
 	flag.Parse()

@@ -227,6 +227,18 @@ def test_json_output_fills_field_on_every_finding(capsys: pytest.CaptureFixture[
         "column": 3,
     } in report["errors"]
     assert report["warnings"] == [
+        {  # an OpenAI runtime whose key is in its URL has none the runtime can use
+            "file": str(SAMPLES / "invalid" / "base-url-credentials.yaml"),
+            "namespace": "default",
+            "name": "base-url-credentials",
+            "severity": "warning",
+            "field": "spec.provider.credentialsSecretRef",
+            "message": "unset, so the runtime has no API key and serves no chat: it builds no "
+            "OpenAI client without one. Reference the key's Secret (a server that needs no key "
+            "takes any value)",
+            "line": 10,
+            "column": 3,
+        },
         {
             "file": LATEST,
             "namespace": "default",
@@ -237,7 +249,7 @@ def test_json_output_fills_field_on_every_finding(capsys: pytest.CaptureFixture[
             "pin a version tag or a digest",
             "line": 9,
             "column": 5,
-        }
+        },
     ]
     assert all(finding["field"] for finding in report["errors"] + report["warnings"])
     assert report["summary"].endswith("(failed)")
