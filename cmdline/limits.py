@@ -26,7 +26,7 @@ DEFAULT_BUDGET_WAIT_SECONDS = 1.0
 # KiB, so they are never made to wait, and the connection cap bounds the sum.
 SMALL_REQUEST_BYTES = 16 * 1024
 # And may decode this much (as estimated from its bytes) without the budget:
-# real reviews, a few hundred values, are estimated at 16 to 64 KiB. Reviews
+# real reviews, a few hundred values, are estimated at tens of KiB. Reviews
 # are decoded and decided one at a time on the event loop, so only those
 # awaiting the optional Secret lookup hold a decoded review at once.
 SMALL_REVIEW_DECODED_BYTES = 128 * 1024

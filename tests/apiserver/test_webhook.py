@@ -726,7 +726,7 @@ def test_the_3_mb_affinity_attack_is_refused_before_it_is_decoded(
 ) -> None:
     """Issue 22: a runtime of 1,000 nodeSelectorTerms x 60 expressions (about 3 MB, valid
     under the Go CRD) cost 2.3 s of blocked event loop in a dry run. Its 300,000 JSON
-    values would take some 48 MiB decoded, more than the webhook's memory budget, so
+    values are estimated at 58 MiB decoded, more than the webhook's memory budget, so
     the mutating hook answers 413 before decoding it (ADR 0037) and the API server
     refuses the change (failurePolicy: Fail). Printed: the API server's message."""
     term = {
