@@ -14,15 +14,22 @@ MIB = 1024 * 1024
 # each at most etcd's 1.5 MiB request limit, plus the review's own fields.
 DEFAULT_MAX_REQUEST_BYTES = 3 * MIB + 256 * 1024
 DEFAULT_BODY_TIMEOUT_SECONDS = 10.0
-# Bytes of request bodies (after inflation) all admissions may hold at once,
-# beyond each request's first SMALL_REQUEST_BYTES: sized for the chart's
-# 256 MiB memory limit.
-DEFAULT_MEMORY_BUDGET_BYTES = 10 * MIB
+# Bytes all admissions may hold at once, as estimated from their request
+# bodies decoded (common/decode_cost.py): while a body is read, four per
+# byte beyond its first SMALL_REQUEST_BYTES, so bodies being read hold at
+# most 10 MiB; once read, the estimate from its contents beyond
+# SMALL_REVIEW_DECODED_BYTES. Sized for the chart's 256 MiB memory limit.
+DEFAULT_MEMORY_BUDGET_BYTES = 40 * MIB
 # How long a request waits for budget before it is answered 429.
 DEFAULT_BUDGET_WAIT_SECONDS = 1.0
 # Every request may hold this much without the budget: real reviews are a few
 # KiB, so they are never made to wait, and the connection cap bounds the sum.
 SMALL_REQUEST_BYTES = 16 * 1024
+# And may decode this much (as estimated from its bytes) without the budget:
+# real reviews, a few hundred values, are estimated at tens of KiB. Reviews
+# are decoded and decided one at a time on the event loop, so only those
+# awaiting the optional Secret lookup hold a decoded review at once.
+SMALL_REVIEW_DECODED_BYTES = 128 * 1024
 
 
 @dataclass(frozen=True)

@@ -82,6 +82,21 @@ def apply_defaults(obj: Mapping[str, Any]) -> Defaulted:
     return Defaulted(object=defaulted, patch=patch)
 
 
+_SPEC_ONLY = {"properties": {"spec": _SPEC_SCHEMA}}
+
+
+def spec_patch(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The patch that defaults a TrussiumRuntime's spec, for admission: no copy first.
+
+    The spec is all that has defaults, so this is `apply_defaults(obj).patch` for any
+    object the API server sends (it prunes nulls before admission), without walking
+    metadata or status, which a review can fill with anything up to its size.
+    """
+    patch: list[dict[str, Any]] = []
+    _default({"spec": obj["spec"]} if "spec" in obj else {}, _SPEC_ONLY, [], patch)
+    return patch
+
+
 def default_spec(spec: object) -> Any:
     """A spec with the CRD defaults, for reading: no patch, no copy first.
 

@@ -1,4 +1,4 @@
-"""The four memory and lockout attacks of issue 22, as a peer with no credentials runs them.
+"""The memory and lockout attacks on the webhook, as a peer with no credentials runs them.
 
 Each attack keeps its connections in one state and opens a new one whenever
 the server closes one, until stopped:
@@ -6,7 +6,10 @@ the server closes one, until stopped:
   inflated) that never ends;
 - plain-bodies: 256 TLS requests, each 3 MiB of a plain body that never ends;
 - no-tls: 600 TCP connections that never start TLS;
-- idle-tls: 256 TLS connections that send nothing, each reopened every 3 s.
+- idle-tls: 256 TLS connections that send nothing, each reopened every 3 s;
+- tiny-objects: waves of 1, 2, ... 6 concurrent TLS requests to the mutating
+  hook, each a whole review of 3.2 MB whose runtime's status holds about a
+  million empty objects (`[{},{},...]`, some 25 times its size once decoded).
 Run as a process of its own (so that its work does not slow the client that
 measures), `python -m hack.attacks NAME --port P`, stopped with SIGTERM;
 `legit_review` is what the API server does, on a fresh connection each time.
@@ -29,8 +32,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 PATH = "/validate-trussiumruntime"
+MUTATE_PATH = "/mutate-trussiumruntime"
 INFLATED_BYTES = 3 * 1024 * 1024
 PIECE_BYTES = 64 * 1024
+TINY_OBJECTS_BYTES = 3_200_000
+TINY_OBJECTS_WAVES = 6
 REOPEN_PAUSE_SECONDS = 0.05
 IDLE_REOPEN_SECONDS = 3.0
 CONNECT_TIMEOUT_SECONDS = 10.0
@@ -39,9 +45,9 @@ LEGIT_TIMEOUT_SECONDS = 30.0
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _head(length: int, *extra: str) -> bytes:
+def _head(length: int, *extra: str, path: str = PATH) -> bytes:
     lines = [
-        f"POST {PATH} HTTP/1.1",
+        f"POST {path} HTTP/1.1",
         "Host: webhook",
         "Content-Type: application/json",
         f"Content-Length: {length}",
@@ -97,6 +103,47 @@ def plain_bodies() -> Callable[[int], Awaitable[None]]:
     return lambda port: _body_holder(port, head, body)
 
 
+def tiny_objects_review(size: int = TINY_OBJECTS_BYTES) -> bytes:
+    """A CREATE of a runtime whose status holds empty objects up to `size` bytes."""
+    runtime = {
+        "apiVersion": "runtime.trussium.io/v1alpha1",
+        "kind": "TrussiumRuntime",
+        "metadata": {"name": "tiny", "namespace": "bench"},
+        "spec": {"image": {"repository": "r", "tag": "1"}, "provider": {"type": "openai"}},
+        "status": {"conditions": "FILL"},
+    }
+    kind = {"group": "runtime.trussium.io", "version": "v1alpha1", "kind": "TrussiumRuntime"}
+    review = {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {"uid": "tiny", "kind": kind, "operation": "CREATE", "object": runtime},
+    }
+    head, tail = json.dumps(review, separators=(",", ":")).encode().split(b'"FILL"')
+    count = (size - len(head) - len(tail) - 2) // 3 + 1
+    return head + b"[" + b",".join([b"{}"] * count) + b"]" + tail
+
+
+async def _review(port: int, head: bytes, body: bytes) -> None:
+    """One whole request, its answer read to the end."""
+    reader, writer = await _open(port, _client_tls())
+    try:
+        writer.write(head + body)
+        await _until_closed(reader, LEGIT_TIMEOUT_SECONDS)
+    finally:
+        writer.close()
+
+
+def tiny_objects() -> Callable[[int], Awaitable[None]]:
+    body = tiny_objects_review()
+    head = _head(len(body), "Connection: close", path=MUTATE_PATH)
+
+    async def waves(port: int) -> None:
+        for concurrent in range(1, TINY_OBJECTS_WAVES + 1):
+            await asyncio.gather(*(_review(port, head, body) for _ in range(concurrent)))
+
+    return waves
+
+
 async def _no_tls(port: int) -> None:
     reader, writer = await _open(port, None)
     try:
@@ -124,6 +171,7 @@ ATTACKS = {
     "plain-bodies": Attack(256, plain_bodies),
     "no-tls": Attack(600, lambda: _no_tls),
     "idle-tls": Attack(256, lambda: _idle_tls),
+    "tiny-objects": Attack(1, tiny_objects),
 }
 
 

@@ -1,4 +1,4 @@
-"""The webhook's memory and a legitimate client's latency under each attack of issue 22.
+"""The webhook's memory and a legitimate client's latency under each attack of hack/attacks.py.
 
 For each attack (hack/attacks.py) and each of --rounds rounds: starts a fresh
 `trussium-webhook serve` with the chart's settings (files mode, pinned to one

@@ -24,6 +24,7 @@ from trussium_operator.cmdline.limits import (
     DEFAULT_MAX_REQUEST_BYTES,
     DEFAULT_MEMORY_BUDGET_BYTES,
     SMALL_REQUEST_BYTES,
+    SMALL_REVIEW_DECODED_BYTES,
 )
 from trussium_operator.cmdline.listener import READ_BUFFER
 from trussium_operator.common import admission
@@ -36,7 +37,12 @@ from trussium_operator.common.constants import (
     VALIDATE_RUNTIME_PATH,
     VERSION,
 )
-from trussium_operator.common.defaulting import apply_defaults
+from trussium_operator.common.decode_cost import (
+    decoded_bytes,
+    least_decoded_bytes,
+    values_at_most,
+)
+from trussium_operator.common.defaulting import spec_patch
 from trussium_operator.common.guard import review_managed_deployment_update
 from trussium_operator.common.json_limits import cut
 from trussium_operator.common.parsing import over_bounds
@@ -71,8 +77,9 @@ class AdmissionSettings:
     # Names of the Secrets in a namespace (metadata only); None: no missing-Secret warning.
     secret_names: SecretNames | None = None
     secret_lookup_timeout: float = SECRET_LOOKUP_TIMEOUT_SECONDS
-    # Shared by every request this app serves; bytes beyond each one's first
-    # SMALL_REQUEST_BYTES.
+    # Shared by every request this app serves: what its body will cost decoded,
+    # estimated at least (beyond its first SMALL_REQUEST_BYTES) while it is
+    # read, then from its contents (beyond SMALL_REVIEW_DECODED_BYTES).
     budget: MemoryBudget = field(
         default_factory=lambda: MemoryBudget(
             DEFAULT_MEMORY_BUDGET_BYTES, DEFAULT_BUDGET_WAIT_SECONDS
@@ -111,10 +118,11 @@ class Hooks:
         # what an older installed CRD lacks (Helm never upgrades a chart's CRDs). A runtime
         # over the bounds is left alone: the schema (which the API server applies after
         # this hook) or the validating hook judges it, and defaulting all of it would
-        # cost what the bounds are there to prevent (ADR 0027).
+        # cost what the bounds are there to prevent (ADR 0027). Only the spec has
+        # defaults, so nothing else is copied or walked (ADR 0037).
         if over_bounds(obj):
             return admission.allowed(request.uid)
-        return admission.allowed(request.uid, patch=apply_defaults(obj).patch)
+        return admission.allowed(request.uid, patch=spec_patch(obj))
 
     @_about_a_runtime
     async def validate_runtime(self, request: AdmissionRequest, obj: dict[str, Any]) -> Answer:
@@ -214,6 +222,11 @@ def _handler(
         try:
             async with asyncio.timeout(settings.body_timeout):
                 body = await _read_body(http_request, settings.max_request_bytes, reservation)
+            # Reserved before a value is built, so the sum of what all decoded
+            # reviews hold stays within the budget (ADR 0037).
+            cost = decoded_bytes(body)
+            if cost <= settings.budget.total:
+                await reservation.grow_to(cost - SMALL_REVIEW_DECODED_BYTES)
         except OverBudgetError:
             refused = _dropped(
                 metrics,
@@ -240,6 +253,15 @@ def _handler(
             )
         except ConnectionError:
             return _dropped(metrics, "client_gone", 400, "connection closed mid-request")
+        if cost > settings.budget.total:
+            metrics.requests.labels(hook, "error").inc()
+            log.debug("admission request refused", extra={"fields": {"hook": hook, "cost": cost}})
+            return _error_response(
+                413,
+                f"decoding the request body would take about {cost} bytes, more than the "
+                f"webhook's memory budget of {settings.budget.total} bytes: it holds up to "
+                f"{values_at_most(body)} JSON values ({len(body)} bytes)",
+            )
         try:
             request = admission.decode_review(body)
         except AdmissionDecodeError as error:
@@ -284,7 +306,8 @@ def _handler(
 
 
 async def _read_body(request: web.Request, limit: int, reservation: Reservation) -> bytes:
-    """The body, inflated, each part reserved from the budget before it is read.
+    """The body, inflated, each part reserved from the budget before it is read, at
+    the least it will cost decoded.
 
     A request's first SMALL_REQUEST_BYTES need no reservation, so ordinary
     reviews never wait for the budget; a declared plain length is what is
@@ -303,7 +326,7 @@ async def _read_body(request: web.Request, limit: int, reservation: Reservation)
             ahead = size + READ_CHUNK_BYTES
             if exact:
                 ahead = min(ahead, declared or 0)
-            await reservation.grow_to(ahead - SMALL_REQUEST_BYTES)
+            await reservation.grow_to(least_decoded_bytes(ahead - SMALL_REQUEST_BYTES))
             piece = await request.content.read(READ_CHUNK_BYTES)
             if not piece:
                 return b"".join(pieces)

@@ -1,9 +1,11 @@
-"""One memory budget for the request bodies all admissions hold at once.
+"""One memory budget for the request bodies all admissions hold at once, decoded.
 
 A peer that opens many connections and sends each a large (or small but
 compressed) body that never ends would otherwise make the process buffer the
-sum, past the pod's memory limit. Every request reserves what it is about to
-read or inflate before reading it; what the budget cannot give within
+sum, past the pod's memory limit; and a small body can decode to many times
+its size. Every request reserves what it is about to read or inflate before
+reading it, and what it will hold decoded before decoding it (the caller
+estimates both, `common.decode_cost`); what the budget cannot give within
 `wait` seconds is refused (the caller answers 429), and a reservation is
 returned on every path out of the request, cancellation included.
 """

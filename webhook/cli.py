@@ -89,9 +89,10 @@ def _add_serve_command(subparsers: "argparse._SubParsersAction[argparse.Argument
         "--memory-budget-bytes",
         type=int,
         default=str(DEFAULT_MEMORY_BUDGET_BYTES),
-        help=f"request-body bytes all admissions may hold at once beyond each one's first "
-        f"{SMALL_REQUEST_BYTES // 1024} KiB; a request that cannot get its share within "
-        "--budget-wait seconds is answered 429",
+        help="bytes all admissions may hold at once, estimated from their request bodies "
+        f"decoded (four per body byte beyond each one's first {SMALL_REQUEST_BYTES // 1024} "
+        "KiB while it is read); a request that cannot get its share within --budget-wait "
+        "seconds is answered 429, one estimated past all of it 413",
     )
     add(
         "--budget-wait",

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from tests.support.json_patch import apply_json_patch
 from tests.support.strategies import json_values, runtimes
-from trussium_operator.common.defaulting import apply_defaults, json_pointer
+from trussium_operator.common.defaulting import apply_defaults, json_pointer, spec_patch
 
 MINIMAL: dict[str, Any] = {
     "apiVersion": "runtime.trussium.io/v1alpha1",
@@ -123,3 +123,32 @@ def test_defaulting_is_idempotent_and_the_patch_reproduces_it(obj: dict[str, Any
 def test_defaulting_never_raises_on_json(obj: dict[str, Any]) -> None:
     result = apply_defaults(obj)
     assert apply_json_patch(obj, result.patch) == result.object
+
+
+def _null_free(value: Any) -> Any:
+    """`value` without nulls, as the API server sends a runtime (it prunes them first)."""
+    if isinstance(value, dict):
+        return {k: _null_free(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_null_free(v) for v in value if v is not None]
+    return value
+
+
+@settings(max_examples=200, deadline=None)
+@given(runtimes(), json_values(), json_values())
+def test_the_admission_patch_is_the_whole_objects_for_what_the_api_server_sends(
+    obj: dict[str, Any], metadata: Any, status: Any
+) -> None:
+    parts = {"metadata": _null_free(metadata), "status": _null_free(status)}
+    sent = obj | {key: value for key, value in parts.items() if value is not None}
+    assert spec_patch(sent) == apply_defaults(sent).patch
+
+
+def test_the_admission_patch_reads_nothing_but_the_spec() -> None:
+    # A status a review may fill: left as it is, not even walked.
+    class Unreadable(dict[str, Any]):
+        def items(self) -> Any:
+            raise AssertionError("status walked")
+
+    obj = copy.deepcopy(MINIMAL) | {"status": Unreadable(conditions=[{}] * 3)}
+    assert spec_patch(obj) == apply_defaults(MINIMAL).patch

@@ -10,7 +10,9 @@ import pytest
 
 from devcluster.barriers import until
 from devcluster.layout import free_port
+from trussium_operator.cmdline.limits import SMALL_REVIEW_DECODED_BYTES
 from trussium_operator.cmdline.listener import Listener
+from trussium_operator.common.decode_cost import decoded_bytes
 from trussium_operator.webhook.app import AdmissionSettings, create_admission_app
 from trussium_operator.webhook.budget import MemoryBudget, OverBudgetError
 from trussium_operator.webhook.metrics import WebhookMetrics
@@ -120,18 +122,19 @@ async def answer(reader: asyncio.StreamReader) -> tuple[int, dict[str, str], byt
 
 
 async def test_a_body_past_the_budget_is_answered_429_and_the_budget_comes_back() -> None:
-    budget = MemoryBudget(total=1 * MIB, wait=BUDGET_WAIT)
+    # A body being read holds four times its bytes: the least it costs decoded.
+    budget = MemoryBudget(total=4 * MIB, wait=BUDGET_WAIT)
     async with serving(budget) as port:
         # A body that stops short of its declared length holds most of the budget...
-        holder = await send(port, head(2 * MIB), b" " * (960 * 1024))
+        holder = await send(port, head(2 * MIB), b" " * (1008 * 1024))
         await until(lambda: budget.available < 128 * 1024, "the holder's share", ANSWER_WITHIN)
-        # ...so a plain 1 MiB review waits briefly, then is told why and when to retry.
-        large = json.dumps(review(runtime()) | {"padding": " " * MIB}).encode()
+        # ...so a plain review of 900 KiB waits briefly, then is told why and when to retry.
+        large = json.dumps(review(runtime()) | {"padding": " " * (900 * 1024)}).encode()
         reader, writer = await send(port, head(len(large)), large)
         status, headers, body = await answer(reader)
         assert status == 429
         assert headers["Retry-After"] == "1"
-        assert "memory budget for request bodies (1048576 bytes)" in json.loads(body)["error"]
+        assert "memory budget for request bodies (4194304 bytes)" in json.loads(body)["error"]
         writer.close()
         # A small review needs no budget: it is answered even now.
         small = json.dumps(review(runtime())).encode()
@@ -144,3 +147,63 @@ async def test_a_body_past_the_budget_is_answered_429_and_the_budget_comes_back(
         reader, writer = await send(port, head(len(large)), large)
         assert (await answer(reader))[0] == 200
         writer.close()
+
+
+async def test_a_review_costing_more_decoded_than_the_budget_is_answered_413_unread() -> None:
+    budget = MemoryBudget(total=4 * MIB, wait=BUDGET_WAIT)
+    async with serving(budget) as port:
+        # 150 KB of empty objects: some 5 MB once decoded (about 25 times its size).
+        tiny = review(runtime() | {"status": {"conditions": [{}] * 50_000}})
+        body = json.dumps(tiny, separators=(",", ":")).encode()
+        reader, writer = await send(port, head(len(body)), body)
+        status, _, answer_body = await answer(reader)
+        assert status == 413
+        error = json.loads(answer_body)["error"]
+        assert "more than the webhook's memory budget of 4194304 bytes" in error
+        assert "holds up to 100" in error  # values: each `{` and `,` counted
+        writer.close()
+        assert budget.available == budget.total
+        # The same runtime without them is decided as ever.
+        body = json.dumps(review(runtime() | {"status": {}})).encode()
+        reader, writer = await send(port, head(len(body)), body)
+        assert (await answer(reader))[0] == 200
+        writer.close()
+
+
+async def test_a_decoded_review_holds_its_estimate_until_answered() -> None:
+    budget = MemoryBudget(total=4 * MIB, wait=BUDGET_WAIT)
+    lookups: list[int] = []
+    release = asyncio.Event()
+
+    async def secret_names(namespace: str) -> frozenset[str]:
+        lookups.append(budget.available)
+        await release.wait()
+        return frozenset()
+
+    settings = AdmissionSettings(
+        operator_username=OPERATOR,
+        max_request_bytes=4 * MIB,
+        budget=budget,
+        secret_names=secret_names,
+        secret_lookup_timeout=ANSWER_WITHIN,
+    )
+    port = free_port()
+    listener = await start_site(
+        create_admission_app(settings, WebhookMetrics()), f"127.0.0.1:{port}"
+    )
+    try:
+        # 10,000 labels: some 2 MB estimated decoded, held while the validating hook
+        # awaits its Secret lookup.
+        labels = {f"k{i}": "v" for i in range(10_000)}
+        obj = runtime(imagePullSecrets=[{"name": "pull"}])
+        obj["metadata"]["labels"] = labels
+        body = json.dumps(review(obj)).encode()
+        reader, writer = await send(port, head(len(body)), body)
+        await until(lambda: bool(lookups), "the Secret lookup", ANSWER_WITHIN)
+        assert budget.total - lookups[0] >= decoded_bytes(body) - SMALL_REVIEW_DECODED_BYTES
+        release.set()
+        assert (await answer(reader))[0] == 200
+        writer.close()
+        await until(lambda: budget.available == budget.total, "all back", ANSWER_WITHIN)
+    finally:
+        await listener.cleanup()
