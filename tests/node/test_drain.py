@@ -4,6 +4,7 @@ two-replica runtime go, as `kubectl drain` asks it to."""
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,7 +14,7 @@ from tests.node.pods import pods, standin_runtime
 
 pytestmark = [pytest.mark.node, pytest.mark.usefixtures("standin")]
 # Readiness gated on a provider that never answers (loopback in the pod, nothing there).
-NEVER_READY = {
+NEVER_READY: dict[str, Any] = {
     "replicas": 2,
     "provider": {"type": "ollama", "model": "m", "baseURL": "http://127.0.0.1:1/v1"},
     "readiness": {"dependencyChecks": True},
