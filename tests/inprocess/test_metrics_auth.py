@@ -164,7 +164,7 @@ async def test_invented_tokens_never_evict_a_scrapers_cached_answers() -> None:
 
 
 async def test_a_flood_waits_in_a_bounded_queue_and_the_rest_is_refused_at_once() -> None:
-    reviews, flood = SlowReviews(), 2_000
+    reviews, flood = SlowReviews(), 500
     auth = MetricsAuth(reviews)
     assert (await _get(auth, "reader")).status == 200  # cached before the flood
     started = asyncio.get_running_loop().time()
@@ -230,6 +230,53 @@ async def test_a_certificate_from_files_is_served_and_verifies(tmp_path: Path) -
                 session.get(f"https://127.0.0.1:{port}/metrics"), timeout=10
             )
             assert answer.status == 401  # the certificate verified; no token
+    finally:
+        await runner.cleanup()
+        await endpoint.close()
+        await api.close()
+
+
+async def test_an_empty_certificate_folder_is_served_self_signed_until_files_appear(
+    tmp_path: Path,
+) -> None:
+    """The controller's view of the webhook's serving Secret, mounted as an optional
+    volume, before the controller has written it (selfManaged mode's first start)."""
+    mounted, issued = tmp_path / "mounted", tmp_path / "issued"
+    mounted.mkdir()
+    assert main_certs(["generate", "--out", str(issued), "--ip-address", "127.0.0.1"]) == 0
+    port = free_port()
+    options = MetricsOptions(f"127.0.0.1:{port}", secure=True, cert_path=mounted)
+    api = client.ApiClient(client.Configuration())  # never called: no token is sent
+    endpoint = metrics_endpoint(options, CollectorRegistry(), lambda: api)
+    runner = await serve(
+        endpoint.app,
+        options.address,
+        ConnectionMetrics("test", CollectorRegistry()),
+        ssl_context=endpoint.ssl_context,
+    )
+    assert runner is not None
+    verified = ssl.create_default_context(cafile=str(issued / "ca.crt"))
+
+    async def status() -> int | str:
+        connector = aiohttp.TCPConnector(ssl=verified, force_close=True)
+        async with aiohttp.ClientSession(connector=connector) as session:
+            try:
+                answer = await asyncio.wait_for(
+                    session.get(f"https://127.0.0.1:{port}/metrics"), timeout=10
+                )
+            except aiohttp.ClientConnectorCertificateError:
+                return "unverified"
+            return answer.status
+
+    try:
+        assert await status() == "unverified"  # self-signed meanwhile: served, not trusted
+        for name in ("tls.crt", "tls.key"):
+            (mounted / name).write_bytes((issued / name).read_bytes())
+        for _ in range(150):  # 30 s at most: the files are polled every 5 s
+            if (answer := await status()) != "unverified":
+                break
+            await asyncio.sleep(0.2)
+        assert answer == 401  # the certificate verified; no token
     finally:
         await runner.cleanup()
         await endpoint.close()
