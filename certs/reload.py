@@ -61,24 +61,39 @@ def self_signed_context(
     """A server context for a certificate made here and now, signed by a CA made for
     it and then forgotten (controller-runtime's default for its metrics server);
     with the certificate's expiry. Nothing of it is written to a disk."""
+    chain, certificate = _self_signed_chain(dns_names, ip_addresses)
+    context = server_context()
+    with _memory_file(chain) as combined:
+        context.load_cert_chain(combined)
+    return context, certificate.not_valid_after_utc
+
+
+def _self_signed_chain(
+    dns_names: Sequence[str] = ("localhost",), ip_addresses: Sequence[str] = ("127.0.0.1",)
+) -> tuple[bytes, x509.Certificate]:
+    """PEM of a certificate, the CA made for it and its key; and the certificate."""
     now = datetime.now(UTC)
     ca = generate_ca("trussium-operator-self-signed", SERVING_VALIDITY, now=now)
     pair = issue_serving_certificate(ca, dns_names, ip_addresses, now=now)
-    context = server_context()
-    chain = pair.certificate_pem + ca.certificate_pem + pair.private_key_pem
-    with _memory_file(chain) as combined:
-        context.load_cert_chain(combined)
-    return context, pair.certificate.not_valid_after_utc
+    return pair.certificate_pem + ca.certificate_pem + pair.private_key_pem, pair.certificate
 
 
 class ReloadingTLS:
     """A server SSLContext whose certificate follows the files in `directory`.
 
     The constructor loads the files and raises CertificateError when they are
-    unusable: there is nothing to serve without them.
+    unusable: there is nothing to serve without them. With `self_signed_until_present`
+    it serves a certificate made at start instead, until usable files appear (a
+    Secret volume marked optional, which the kubelet fills once the Secret exists).
     """
 
-    def __init__(self, directory: Path, *, poll_seconds: float = DEFAULT_POLL_SECONDS) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        poll_seconds: float = DEFAULT_POLL_SECONDS,
+        self_signed_until_present: bool = False,
+    ) -> None:
         self.directory = directory
         self.poll_seconds = poll_seconds
         self.context = server_context()
@@ -87,7 +102,16 @@ class ReloadingTLS:
         self._certificate: x509.Certificate | None = None
         self.reload()
         if self._certificate is None:
-            raise CertificateError(f"no usable certificate and key in {directory}")
+            if not self_signed_until_present:
+                raise CertificateError(f"no usable certificate and key in {directory}")
+            chain, self._certificate = _self_signed_chain()
+            with _memory_file(chain) as combined:
+                self.context.load_cert_chain(combined)
+            log.warning(
+                "no usable certificate and key in %s yet: serving a self-signed one until "
+                "they appear",
+                directory,
+            )
 
     @property
     def certificate(self) -> x509.Certificate:

@@ -5,7 +5,9 @@ Files, folders (searched recursively for manifests, version-control and
 `common.manifests`. What cannot be read or parsed is reported, never
 raised, so one bad file does not hide the verdict on the others; a Helm
 template or a file with custom tags is set aside as skipped, since it is
-not meant for kubectl as it stands.
+not meant for kubectl as it stands. An input larger than the cap
+(`MAX_FILE_MIB`, `--max-file-mib`) is refused unread: parsing costs memory
+and time in proportion to the text.
 """
 
 import os
@@ -27,6 +29,9 @@ MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 SKIPPED_FOLDERS = frozenset({".git", ".hg", ".svn", ".bzr", "_darcs", ".jj", "node_modules"})
 STDIN = "-"
 STDIN_LABEL = "<stdin>"
+# Ten times the API server's 3 MiB limit on one request: room for a `kubectl get -A
+# -o yaml` List of thousands of stored runtimes, which no request bounds.
+MAX_FILE_MIB = 32
 
 Input = tuple[str, Path | None]  # (label, path); None is standard input
 
@@ -66,12 +71,15 @@ class Inputs:
 
 
 def read_manifests(
-    paths: Sequence[str], stdin: TextIO, ignore: Sequence[re.Pattern[str]] = ()
+    paths: Sequence[str],
+    stdin: TextIO,
+    ignore: Sequence[re.Pattern[str]] = (),
+    max_mib: int = MAX_FILE_MIB,
 ) -> Inputs:
     """Every object in `paths`, as (file label, manifest), in the order given."""
     files, missing = find_inputs(paths, ignore)
     inputs = Inputs(files=len(missing), problems=missing)
-    inputs.extend(read_inputs(files, stdin))
+    inputs.extend(read_inputs(files, stdin, max_mib))
     return inputs
 
 
@@ -111,16 +119,24 @@ def _manifests_under(folder: Path) -> list[Path]:
     return sorted(path for path in found if path.is_file())
 
 
-def read_inputs(files: Sequence[Input], stdin: TextIO) -> Inputs:
+class TooLargeError(Exception):
+    """An input over the size cap, left unparsed."""
+
+
+def read_inputs(files: Sequence[Input], stdin: TextIO, max_mib: int = MAX_FILE_MIB) -> Inputs:
     """Read and parse each input; problems and skipped inputs are reported in `Inputs`."""
     inputs = Inputs(files=len(files))
     for label, path in files:
         try:
-            text = stdin.read() if path is None else path.read_text(encoding="utf-8")
+            text = _read_capped(stdin, path, max_mib * 2**20)
             manifests = read_manifests_text(text, label)
         except (OSError, UnicodeDecodeError) as error:
             reason = error.strerror if isinstance(error, OSError) else "not UTF-8 text"
             inputs.problems.append(Unreadable(label, f"cannot read: {reason}"))
+            continue
+        except TooLargeError:
+            reason = f"larger than {max_mib} MiB, the limit per file (--max-file-mib)"
+            inputs.problems.append(Unreadable(label, reason))
             continue
         except NotAManifestError as error:
             inputs.skipped.append(Unreadable(label, f"skipped: {error}", error.line, error.column))
@@ -131,3 +147,19 @@ def read_inputs(files: Sequence[Input], stdin: TextIO) -> Inputs:
             continue
         inputs.manifests += [(label, manifest) for manifest in manifests]
     return inputs
+
+
+def _read_capped(stdin: TextIO, path: Path | None, limit: int) -> str:
+    """The text of `path` (None: `stdin`), read no further than `limit` bytes past which
+    TooLargeError is raised. Standard input is read in characters, each at least a byte,
+    and then measured in UTF-8."""
+    if path is None:
+        text = stdin.read(limit + 1)
+        if len(text) > limit or len(text.encode("utf-8", "surrogatepass")) > limit:
+            raise TooLargeError
+        return text
+    with path.open("rb") as file:
+        data = file.read(limit + 1)
+    if len(data) > limit:
+        raise TooLargeError
+    return data.decode("utf-8")

@@ -10,11 +10,20 @@ which the Go operator serves its metrics behind (docs/adr/0026):
 A review the API server does not answer in time is a 503 and is not cached.
 
 Answers are cached as controller-runtime caches them (authentication 1 min,
-allowed 5 min, denied 30 s), in LRU caches of at most `CACHE_ENTRIES` entries
-each, keyed by the token's SHA-256 digest, never the token. A revoked token or
-binding may therefore read metrics for up to those times. At most
-`MAX_CONCURRENT_REVIEWS` reviews are in flight at once, so a flood of invented
-tokens costs the API server a bounded rate, each one waits `REVIEW_TIMEOUT_SECONDS` at most.
+allowed 5 min, denied 30 s), keyed by the token's SHA-256 digest, never the
+token. A revoked token or binding may therefore read metrics for up to those
+times. Each kind of answer has its own LRU cache of at most `CACHE_ENTRIES`
+entries (docs/adr/0039): tokens the API server authenticated, tokens it did
+not, allowed and denied decisions; so a flood of invented tokens, or of
+denied requests, only ever evicts its own kind, never the answers a real
+scraper is served from.
+
+At most `MAX_CONCURRENT_REVIEWS` reviews are in flight at once and at most
+`MAX_WAITING_REVIEWS` requests wait for one, each for `SLOT_WAIT_SECONDS`
+at most; a request that finds the queue full, or does not get a slot in
+time, is answered 429 with a Retry-After at once: a flood costs the API
+server a bounded rate and this process a bounded queue, and requests served
+from the caches never wait.
 """
 
 import asyncio
@@ -22,7 +31,8 @@ import hashlib
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -36,6 +46,9 @@ ALLOWED_SECONDS = 300.0
 DENIED_SECONDS = 30.0
 CACHE_ENTRIES = 1024
 MAX_CONCURRENT_REVIEWS = 4
+MAX_WAITING_REVIEWS = 32
+SLOT_WAIT_SECONDS = 1.0
+RETRY_AFTER_SECONDS = 1
 REVIEW_TIMEOUT_SECONDS = 10.0
 
 log = logging.getLogger(__name__)
@@ -56,6 +69,10 @@ class User:
 
 class ReviewUnavailableError(Exception):
     """The API server did not answer a review; the request gets a 503."""
+
+
+class ReviewsBusyError(Exception):
+    """No review slot within the bound; the request gets a 429 with Retry-After."""
 
 
 class Reviews(Protocol):
@@ -93,6 +110,36 @@ class ExpiringCache(Generic[K, V]):
 
     def __len__(self) -> int:
         return len(self._entries)
+
+
+class ReviewSlots:
+    """At most `concurrent` holders at once and `waiting` waiters, each for `wait`
+    seconds at most: past either bound, ReviewsBusyError instead of a place in line."""
+
+    def __init__(self, concurrent: int, waiting: int, wait: float) -> None:
+        self._semaphore = asyncio.Semaphore(concurrent)
+        self._max_waiting, self._wait = waiting, wait
+        self.waiting = 0
+
+    @asynccontextmanager
+    async def slot(self) -> AsyncIterator[None]:
+        if self._semaphore.locked():
+            if self.waiting >= self._max_waiting:
+                raise ReviewsBusyError
+            self.waiting += 1
+            try:
+                async with asyncio.timeout(self._wait):
+                    await self._semaphore.acquire()
+            except TimeoutError:
+                raise ReviewsBusyError from None
+            finally:
+                self.waiting -= 1
+        else:
+            await self._semaphore.acquire()
+        try:
+            yield
+        finally:
+            self._semaphore.release()
 
 
 class ApiReviews:
@@ -164,9 +211,11 @@ class MetricsAuth:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._reviews = reviews
-        self._users = ExpiringCache[bytes, User | None](size, clock)
-        self._decisions = ExpiringCache[tuple[User, str, str], bool](size, clock)
-        self._slots = asyncio.Semaphore(MAX_CONCURRENT_REVIEWS)
+        self._users = ExpiringCache[bytes, User](size, clock)
+        self._strangers = ExpiringCache[bytes, None](size, clock)
+        self._allowed = ExpiringCache[tuple[User, str, str], None](size, clock)
+        self._denied = ExpiringCache[tuple[User, str, str], None](size, clock)
+        self.slots = ReviewSlots(MAX_CONCURRENT_REVIEWS, MAX_WAITING_REVIEWS, SLOT_WAIT_SECONDS)
 
     def middleware(self) -> Middleware:
         @web.middleware
@@ -175,6 +224,12 @@ class MetricsAuth:
                 refusal = await self._refusal(request)
             except ReviewUnavailableError:
                 return web.Response(status=503, text="access review unavailable, retry later")
+            except ReviewsBusyError:
+                return web.Response(
+                    status=429,
+                    text="too many access reviews waiting, retry later",
+                    headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+                )
             return refusal if refusal is not None else await handler(request)
 
         return reviewed
@@ -186,26 +241,34 @@ class MetricsAuth:
         user = await self._user(token)
         if user is None:
             return web.Response(status=401, text="Unauthorized")
-        if not await self._allowed(user, request.method.lower(), request.path):
+        if not await self._is_allowed(user, request.method.lower(), request.path):
             return web.Response(status=403, text=f"Authorization denied for user {user.name}")
         return None
 
     async def _user(self, token: str) -> User | None:
         key = hashlib.sha256(token.encode()).digest()
-        cached = self._users.get(key)
-        if cached is not None:
+        if (cached := self._users.get(key)) is not None:
             return cached[0]
-        async with self._slots:
+        if self._strangers.get(key) is not None:
+            return None
+        async with self.slots.slot():
             user = await self._reviews.authenticate(token)
-        self._users.put(key, user, AUTHENTICATED_SECONDS)
+        if user is None:
+            self._strangers.put(key, None, AUTHENTICATED_SECONDS)
+        else:
+            self._users.put(key, user, AUTHENTICATED_SECONDS)
         return user
 
-    async def _allowed(self, user: User, verb: str, path: str) -> bool:
+    async def _is_allowed(self, user: User, verb: str, path: str) -> bool:
         key = (user, verb, path)
-        cached = self._decisions.get(key)
-        if cached is not None:
-            return cached[0]
-        async with self._slots:
+        if self._allowed.get(key) is not None:
+            return True
+        if self._denied.get(key) is not None:
+            return False
+        async with self.slots.slot():
             allowed = await self._reviews.authorize(user, verb, path)
-        self._decisions.put(key, allowed, ALLOWED_SECONDS if allowed else DENIED_SECONDS)
+        if allowed:
+            self._allowed.put(key, None, ALLOWED_SECONDS)
+        else:
+            self._denied.put(key, None, DENIED_SECONDS)
         return allowed

@@ -5,7 +5,10 @@
 The certificate is one made at start (self-signed, as controller-runtime
 makes one) unless `--metrics-cert-path` names a folder with `tls.crt` and
 `tls.key` (a mounted Secret, cert-manager's), which is then reloaded when
-the files change.
+the files change. A folder still empty at start is served a self-signed
+certificate until the files appear: the chart mounts the webhook's serving
+Secret into the controller as an optional volume, and in `selfManaged` mode
+the controller itself writes that Secret after it starts (docs/adr/0039).
 """
 
 import argparse
@@ -19,7 +22,6 @@ from aiohttp import web
 from kubernetes_asyncio import client
 from prometheus_client import CollectorRegistry
 
-from trussium_operator.certs.authority import CertificateError
 from trussium_operator.certs.reload import ReloadingTLS, self_signed_context
 from trussium_operator.cmdline.addresses import split_address
 from trussium_operator.cmdline.health import DISABLED, metrics_app
@@ -68,7 +70,8 @@ def add_metrics_flags(parser: argparse.ArgumentParser) -> None:
         type=Path,
         default=None,
         help="folder with tls.crt and tls.key for the metrics server, reloaded when they "
-        "change; default: a self-signed certificate made at start",
+        "change (a self-signed certificate until they first appear); default: a "
+        "self-signed certificate made at start",
     )
 
 
@@ -121,8 +124,5 @@ def metrics_endpoint(
     if options.cert_path is None:
         context, _ = self_signed_context()
         return MetricsEndpoint(app, context)
-    try:
-        tls = ReloadingTLS(options.cert_path)
-    except CertificateError as error:
-        raise ConfigurationError(f"--metrics-cert-path {options.cert_path}: {error}") from None
+    tls = ReloadingTLS(options.cert_path, self_signed_until_present=True)
     return MetricsEndpoint(app, tls.context, [asyncio.create_task(tls.run())])

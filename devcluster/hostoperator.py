@@ -13,6 +13,7 @@ the serving Secret into the webhook, is `devcluster.secretmount`'s.
 Used by the demo and by the tests that prove the chart's RBAC.
 """
 
+import base64
 import json
 import os
 import ssl
@@ -22,7 +23,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Self
+from typing import Any, Self
 
 import yaml
 
@@ -38,6 +39,7 @@ CRD_NAME = "trussiumruntimes.runtime.trussium.io"
 HOST = "127.0.0.1"
 READY_TIMEOUT_SECONDS = 90.0
 TOKEN_DURATION = "24h"
+SERVICE_MONITOR = ("metrics.serviceMonitor.enabled=true",)
 # What the programs need from the chart when they run on the host: their identities,
 # their RBAC and the webhook configurations (a template may render nothing).
 WIRING_KINDS = frozenset(
@@ -157,6 +159,27 @@ class HostOperator:
 
     def render_wiring(self) -> str:
         """The chart's ServiceAccounts, RBAC and webhook configurations for this setup."""
+        items = [o for o in self._render() if o.get("kind") in WIRING_KINDS]
+        return json.dumps({"apiVersion": "v1", "kind": "List", "items": items})
+
+    def scrape_tls(self, directory: Path) -> dict[str, Any]:
+        """The chart's ServiceMonitor `tlsConfig` for this setup, as a Prometheus
+        `tls_config`: a CA read from its Secret into `directory` (as the Prometheus
+        Operator copies it), the server name, or no verification when it says so."""
+        (monitor,) = [o for o in self._render(SERVICE_MONITOR) if o["kind"] == "ServiceMonitor"]
+        tls: dict[str, Any] = monitor["spec"]["endpoints"][0]["tlsConfig"]
+        if tls.get("insecureSkipVerify"):
+            return {"insecure_skip_verify": True}
+        reference = tls["ca"]["secret"]
+        jsonpath = "{.data." + reference["key"].replace(".", "\\.") + "}"
+        encoded = self.plane.kubectl(
+            "get", "secret", reference["name"], "-n", self.namespace, "-o", f"jsonpath={jsonpath}"
+        ).stdout
+        ca_file = directory / "metrics-ca.crt"
+        ca_file.write_bytes(base64.b64decode(encoded))
+        return {"ca_file": str(ca_file), "server_name": tls["serverName"]}
+
+    def _render(self, extra: Sequence[str] = ()) -> list[dict[str, Any]]:
         reader = "metrics.readerSubjects[0]"
         values = [
             f"webhook.urlOverride={self.webhook_url}",
@@ -165,15 +188,14 @@ class HostOperator:
             f"{reader}.namespace={self.namespace}",
             f"metrics.secure={str(self.metrics_secure).lower()}",
             *self._helm_values,
+            *extra,
         ]
         if self.watch_namespace:
             values.append(f"watchNamespace={self.watch_namespace}")
         args = ["template", self.release, str(CHART), "--namespace", self.namespace]
         for value in values:
             args += ["--set", value]
-        objects = yaml.safe_load_all(self.plane.helm(*args).stdout)
-        items = [o for o in objects if o and o.get("kind") in WIRING_KINDS]
-        return json.dumps({"apiVersion": "v1", "kind": "List", "items": items})
+        return [o for o in yaml.safe_load_all(self.plane.helm(*args).stdout) if o]
 
     def token(self, account: str) -> str:
         """A token of the ServiceAccount `account` in `namespace`."""
@@ -205,8 +227,10 @@ class HostOperator:
             "metadata": {"name": self.metrics_reader, "namespace": self.namespace},
         }
         self.plane.kubectl("apply", "--server-side", "-f", "-", input=json.dumps(reader))
+        # The kubelet's optional volume of the webhook's Secret: empty until the
+        # controller creates the webhook's certificates (docs/adr/0029, 0039).
+        self._cert_dir.mkdir(parents=True, exist_ok=True)
         try:
-            # The controller creates the webhook's certificates (docs/adr/0029).
             self._start_controller()
             self._mount = SecretMount(
                 self.plane, self.namespace, f"{self.release}-webhook-tls", self._cert_dir
@@ -220,6 +244,12 @@ class HostOperator:
     @property
     def _cert_dir(self) -> Path:
         return self._dir / "webhook-certs"
+
+    @property
+    def _metrics_cert_path(self) -> list[str]:
+        """Both programs serve the webhook's serving certificate on /metrics, as the
+        chart has them do (docs/adr/0039)."""
+        return ["--metrics-cert-path", str(self._cert_dir)] if self.metrics_secure else []
 
     def stop(self) -> None:
         if self._mount is not None:
@@ -256,6 +286,7 @@ class HostOperator:
                 "--health-bind-address", f"{HOST}:{self.webhook_health_port}",
                 "--metrics-bind-address", f"{HOST}:{self.webhook_metrics_port}",
                 f"--metrics-secure={self.metrics_secure}",
+                *self._metrics_cert_path,
             ],
         )  # fmt: skip
         self._wait(process, f"http://{HOST}:{self.webhook_health_port}/readyz")
@@ -277,6 +308,7 @@ class HostOperator:
             "--webhook-service-name", f"{self.release}-webhook",
             "--webhook-config-name", self.release,
             "--webhook-ip-address", HOST,
+            *self._metrics_cert_path,
         ]  # fmt: skip
         if self.watch_namespace:
             argv += ["--watch-namespace", self.watch_namespace]

@@ -2,8 +2,8 @@
 ports (every second unless told otherwise) under target labels of our choosing (as a
 ServiceMonitor would label them), loads rule groups, and answers PromQL over its HTTP
 API. With a bearer token, it scrapes over HTTPS as the chart's ServiceMonitor does by
-default (the token sent, the self-signed certificate not verified). `scraping` points
-one at a running operator, for the tests and hack/render_dashboard.py alike."""
+default: the token sent, the certificate verified as its `tlsConfig` says. `scraping`
+points one at a running operator, for the tests and hack/render_dashboard.py alike."""
 
 import json
 import os
@@ -36,13 +36,14 @@ class Prometheus:
         rule_groups: Sequence[dict[str, Any]] = (),
         scrape_interval: str = "1s",
         bearer_token: str | None = None,
+        tls_config: dict[str, Any] | None = None,
     ) -> None:
         assert BINARY is not None, MISSING
         self.directory = directory
         self.port = free_port()
         self.scrape_interval = scrape_interval
         self._targets, self._labels, self._groups = targets, labels, list(rule_groups)
-        self._bearer_token = bearer_token
+        self._bearer_token, self._tls_config = bearer_token, tls_config or {}
         self._process: Process | None = None
 
     def start(self) -> Self:
@@ -56,7 +57,7 @@ class Prometheus:
             secure = {
                 "scheme": "https",
                 "authorization": {"type": "Bearer", "credentials_file": str(token)},
-                "tls_config": {"insecure_skip_verify": True},
+                "tls_config": self._tls_config,
             }
         config = {
             "global": {
@@ -161,7 +162,11 @@ def scraping(
         "webhook": operator.webhook_metrics_port,
     }
     labels = {"namespace": operator.namespace}
-    # Over HTTPS with a token bound to the chart's metrics-viewer role, unless the
-    # operator serves plain HTTP.
-    token = operator.token(operator.metrics_reader) if operator.metrics_secure else None
-    return Prometheus(directory, targets, labels, rule_groups, scrape_interval, token)
+    # Over HTTPS with a token bound to the chart's metrics-viewer role, verifying the
+    # certificate as the chart's ServiceMonitor does, unless the operator serves plain HTTP.
+    if not operator.metrics_secure:
+        return Prometheus(directory, targets, labels, rule_groups, scrape_interval)
+    directory.mkdir(parents=True, exist_ok=True)
+    token = operator.token(operator.metrics_reader)
+    tls = operator.scrape_tls(directory)
+    return Prometheus(directory, targets, labels, rule_groups, scrape_interval, token, tls)

@@ -23,7 +23,14 @@ from typing import Any, TextIO
 
 import yaml
 
-from trussium_operator.cmdline.inputs import Input, Inputs, Unreadable, find_inputs, read_inputs
+from trussium_operator.cmdline.inputs import (
+    MAX_FILE_MIB,
+    Input,
+    Inputs,
+    Unreadable,
+    find_inputs,
+    read_inputs,
+)
 from trussium_operator.cmdline.options import CONFIGURATION_ERROR, fail, package_version
 from trussium_operator.common.offline import (
     DocumentCheck,
@@ -126,6 +133,14 @@ def add_validate_command(subparsers: "argparse._SubParsersAction[argparse.Argume
         help="processes reading and checking files (default: the usable CPUs; "
         f"one per {FILES_PER_PROCESS} files at most)",
     )
+    parser.add_argument(
+        "--max-file-mib",
+        type=int,
+        default=MAX_FILE_MIB,
+        metavar="MIB",
+        help=f"refuse (exit 2) a file or standard input larger than MIB mebibytes, unread "
+        f"(default: {MAX_FILE_MIB})",
+    )
     parser.add_argument("-o", "--output", choices=OUTPUTS, default="text")
     parser.add_argument(
         "--print-defaulted",
@@ -149,10 +164,12 @@ def run_validate(args: argparse.Namespace) -> int:
         return fail(PROGRAM, "give at least one PATH (a file, a folder, or - for stdin)")
     if args.jobs < 1:
         return fail(PROGRAM, "--jobs must be at least 1")
+    if args.max_file_mib < 1:
+        return fail(PROGRAM, "--max-file-mib must be at least 1")
     files, missing = find_inputs(paths, args.ignore_filename_pattern)
     inputs, checks = Inputs(files=len(missing), problems=missing), []
     for chunk_inputs, chunk_checks in _check_files(
-        files, args.jobs, args.print_defaulted, args.stored
+        files, args.jobs, args.print_defaulted, args.stored, args.max_file_mib
     ):
         inputs.extend(chunk_inputs)
         checks += chunk_checks
@@ -165,21 +182,23 @@ Checked = tuple[Inputs, list[DocumentCheck]]
 
 
 def _check_files(
-    files: list[Input], jobs: int, keep_defaulted: bool, stored: bool
+    files: list[Input], jobs: int, keep_defaulted: bool, stored: bool, max_mib: int
 ) -> list[Checked]:
     """Read and check `files`, in order, in up to `jobs` forked processes."""
     processes = min(jobs, len(files) // FILES_PER_PROCESS)
     on_disk = all(path is not None for _, path in files)
     if processes < 2 or not on_disk or "fork" not in multiprocessing.get_all_start_methods():
-        return [_check_chunk(files, keep_defaulted, stored)]
+        return [_check_chunk(files, keep_defaulted, stored, max_mib)]
     size = -(-len(files) // processes)
-    chunks = [(files[i : i + size], keep_defaulted, stored) for i in range(0, len(files), size)]
+    chunks = [
+        (files[i : i + size], keep_defaulted, stored, max_mib) for i in range(0, len(files), size)
+    ]
     with multiprocessing.get_context("fork").Pool(processes) as pool:
         return pool.starmap(_check_chunk, chunks)
 
 
-def _check_chunk(files: list[Input], keep_defaulted: bool, stored: bool) -> Checked:
-    inputs = read_inputs(files, sys.stdin)
+def _check_chunk(files: list[Input], keep_defaulted: bool, stored: bool, max_mib: int) -> Checked:
+    inputs = read_inputs(files, sys.stdin, max_mib)
     checks = [check_document(file, m.object, m, stored=stored) for file, m in inputs.manifests]
     inputs.manifests = []  # checked: the report needs only the checks
     if not keep_defaulted:  # nor, then, the objects

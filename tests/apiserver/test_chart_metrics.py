@@ -5,6 +5,7 @@ plain HTTP only with metrics.secure=false. What the programs then do with a
 token is proven in tests/apiserver/test_metrics_auth.py."""
 
 import argparse
+import base64
 import json
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from tests.support.chart import (
     fullname,
     release_name,
     render,
+    render_error,
 )
 from trussium_operator.controller.cli import parser as controller_parser
 from trussium_operator.webhook.cli import build_parser as webhook_parser
@@ -61,9 +63,24 @@ def test_by_default_https_on_8443_behind_reviews(plane: ControlPlane, namespace:
     for program in PROGRAMS:
         served = _parsed(objects, name, program)
         assert (served.metrics_bind_address, served.metrics_secure) == ("0.0.0.0:8443", True)
-        assert served.metrics_cert_path is None, "a self-signed certificate made at start"
         main = container(find(objects, "Deployment", f"{name}-{program}"))
         assert {"name": "metrics", "containerPort": 8443, "protocol": "TCP"} in main["ports"]
+        mounts = {m["mountPath"]: m["name"] for m in main["volumeMounts"]}
+        assert (
+            mounts[str(served.metrics_cert_path)]
+            == {
+                "controller": "metrics-certs",
+                "webhook": "certs",  # the webhook's own serving certificate
+            }[program]
+        )
+    controller = find(objects, "Deployment", f"{name}-controller")["spec"]["template"]["spec"]
+    (volume,) = [v for v in controller["volumes"] if v["name"] == "metrics-certs"]
+    assert volume["secret"] == {
+        "secretName": f"{name}-webhook-tls",  # written by the controller after it starts
+        "defaultMode": 0o440,
+        "optional": True,
+        "items": [{"key": "tls.crt", "path": "tls.crt"}, {"key": "tls.key", "path": "tls.key"}],
+    }
     assert served.health_bind_address == "0.0.0.0:8081", "the webhook's probes stay apart"
     for port in _metrics_ports(objects, name).values():
         assert (port["port"], port["targetPort"]) == (8443, "metrics")
@@ -71,7 +88,10 @@ def test_by_default_https_on_8443_behind_reviews(plane: ControlPlane, namespace:
     endpoint = _endpoint(objects, name)
     assert endpoint["scheme"] == "https"
     assert endpoint["bearerTokenFile"] == "/var/run/secrets/kubernetes.io/serviceaccount/token"
-    assert endpoint["tlsConfig"] == {"insecureSkipVerify": True}
+    assert endpoint["tlsConfig"] == {
+        "ca": {"secret": {"name": f"{name}-webhook-tls", "key": "ca.crt"}},
+        "serverName": f"{name}-webhook.{namespace}.svc",
+    }
 
     reader = find(objects, "ClusterRole", f"{name}-metrics-viewer")
     assert reader["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
@@ -153,6 +173,60 @@ def test_a_certificate_secret_a_ca_and_token_secret_and_reader_subjects(
         {"kind": "ServiceAccount", "name": "prometheus", "namespace": "monitoring"},
         {"kind": "Group", "name": "sre", "apiGroup": "rbac.authorization.k8s.io"},
     ]
+
+
+def test_the_service_monitor_verifies_against_the_webhooks_ca_in_every_mode(
+    plane: ControlPlane, namespace: str
+) -> None:
+    release = release_name()
+    name = fullname(release)
+    server_name = f"{name}-webhook.{namespace}.svc"
+    monitor = ("--set", "metrics.serviceMonitor.enabled=true")
+    objects = render(plane, release, namespace, *monitor, "--set", "certificates.mode=certManager")
+    assert _endpoint(objects, name)["tlsConfig"] == {
+        "ca": {"secret": {"name": f"{name}-webhook-tls", "key": "ca.crt"}},
+        "serverName": server_name,
+    }
+    ca = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+    provided = (
+        "--set", "certificates.mode=provided",
+        "--set", "certificates.provided.existingSecret=own-tls",
+        "--set", f"certificates.provided.caBundle={base64.b64encode(ca.encode()).decode()}",
+    )  # fmt: skip
+    objects = render(plane, release, namespace, *monitor, *provided)
+    accepted(plane, namespace, objects)
+    assert _endpoint(objects, name)["tlsConfig"] == {
+        "ca": {"configMap": {"name": f"{name}-metrics-ca", "key": "ca.crt"}},
+        "serverName": server_name,
+    }
+    assert find(objects, "ConfigMap", f"{name}-metrics-ca")["data"] == {"ca.crt": ca}
+    controller = find(objects, "Deployment", f"{name}-controller")["spec"]["template"]["spec"]
+    (volume,) = [v for v in controller["volumes"] if v["name"] == "metrics-certs"]
+    assert volume["secret"]["secretName"] == "own-tls"
+
+    skipped = ("--set", "metrics.serviceMonitor.insecureSkipVerify=true")
+    objects = render(plane, release, namespace, *monitor, *provided, *skipped)
+    assert _endpoint(objects, name)["tlsConfig"] == {"insecureSkipVerify": True}
+    assert not [o for o in objects if o["kind"] == "ConfigMap" and "metrics-ca" in str(o)]
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        (["metrics.certificateSecret=metrics-tls"], "metrics.certificateSecret: set metrics."),
+        (["metrics.serviceMonitor.namespace=monitoring"], "cannot read the webhook's CA"),
+    ],
+)
+def test_a_service_monitor_that_cannot_verify_is_refused(
+    plane: ControlPlane, namespace: str, values: list[str], message: str
+) -> None:
+    args = ["--set", "metrics.serviceMonitor.enabled=true"]
+    for value in values:
+        args += ["--set", value]
+    assert message in render_error(plane, *args, namespace=namespace)
+    opted_out = [*args, "--set", "metrics.serviceMonitor.insecureSkipVerify=true"]
+    objects = render(plane, "t", namespace, *opted_out)
+    assert _endpoint(objects, fullname("t"))["tlsConfig"] == {"insecureSkipVerify": True}
 
 
 @pytest.mark.parametrize("port", ["8081", "9443"])

@@ -91,7 +91,11 @@ ESCAPE_HATCHES: dict[str, Any] = {
     "metrics": {
         "serviceMonitor": {
             "enabled": True,
-            "namespace": "monitoring",
+            "namespace": "monitoring",  # where the webhook's CA is not: its own copy
+            "tlsConfig": {
+                "ca": {"configMap": {"name": "trussium-ca", "key": "ca.crt"}},
+                "serverName": "trussium-operator-webhook.trussium-system.svc",
+            },
             "scrapeTimeout": "10s",
             "relabelings": [{"targetLabel": "cluster", "replacement": "eu-1"}],
             "metricRelabelings": [
@@ -141,7 +145,7 @@ def test_escape_hatches_render_where_expected_and_areaccepted(
         "volumeMounts"
     ]
     assert {"name": "ca-certs", "configMap": {"name": "corporate-ca"}} in controller["volumes"]
-    assert {v["name"] for v in controller["volumes"]} == {"tmp", "ca-certs"}
+    assert {v["name"] for v in controller["volumes"]} == {"tmp", "metrics-certs", "ca-certs"}
     (spread,) = controller["topologySpreadConstraints"]
     assert spread["topologyKey"] == "topology.kubernetes.io/zone"
     assert spread["labelSelector"]["matchLabels"]["app.kubernetes.io/component"] == "controller"
@@ -204,6 +208,7 @@ def test_escape_hatches_render_where_expected_and_areaccepted(
     assert monitor["spec"]["namespaceSelector"] == {"matchNames": [namespace]}
     endpoint = monitor["spec"]["endpoints"][0]
     assert endpoint["scrapeTimeout"] == "10s"
+    assert endpoint["tlsConfig"] == ESCAPE_HATCHES["metrics"]["serviceMonitor"]["tlsConfig"]
     assert endpoint["relabelings"] == ESCAPE_HATCHES["metrics"]["serviceMonitor"]["relabelings"]
     assert endpoint["metricRelabelings"][0]["action"] == "drop"
 

@@ -146,7 +146,6 @@ def test_go_keys_without_an_equivalent_are_all_named_at_once(
         "resources": {"limits": {"cpu": "1", "memory": "512Mi"}},
         "metrics": {
             "service": {"enabled": False, "type": "NodePort", "port": 9443},
-            "serviceMonitor": {"insecureSkipVerify": False},
         },
     }
     error = render_error(plane, "-f", _go_values(tmp_path, refused))
@@ -160,10 +159,9 @@ def test_go_keys_without_an_equivalent_are_all_named_at_once(
         "metrics.service.enabled=false",
         "metrics.service.type=NodePort",
         "metrics.service.port=9443",
-        "metrics.serviceMonitor.insecureSkipVerify=false",
     ]
     assert all("; instead: " in line for line in lines), lines
-    assert "8 value(s) of the Go operator's chart cannot be carried over" in error
+    assert "7 value(s) of the Go operator's chart cannot be carried over" in error
     assert "controller.resources and webhook.resources" in error
 
 

@@ -98,6 +98,9 @@ def test_dashboard_and_alerts_on_prometheus_scraping_a_running_operator(
                 lambda: prom.query("min(count_over_time(up[5m])) >= 3"),
                 "three scrapes of each target",
             )
+            # Scraped with the certificate verified against the webhook's CA, as the
+            # chart's ServiceMonitor says: a scrape that fails verification is up 0.
+            wait_for(lambda: len(prom.query("up == 1")) == 2, "both targets verified and up")
             wait_for(
                 lambda: names(prom.query(alerts["TrussiumRuntimeUpgradeFailed"])) == {"upgraded"},
                 "the failed upgrade in Prometheus",

@@ -5,6 +5,7 @@ runtimes whose pods run too. One release for the module, in selfManaged mode,
 the chart's default: the controller pod writes the webhook's certificate Secret,
 which the kubelet mounts into the webhook pods."""
 
+import base64
 import json
 import threading
 import time
@@ -12,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cryptography import x509
 
 from devcluster import ControlPlane
 from devcluster.controller_harness import (
@@ -151,6 +153,36 @@ def test_the_webhook_pods_serve_the_certificate_the_controller_keeps(
         assert pod["spec"]["automountServiceAccountToken"] is True  # secure metrics' reviews
         mounts = pod["spec"]["containers"][0]["volumeMounts"]
         assert [m["mountPath"] for m in mounts if m["name"] == "certs"] == ["/run/trussium/certs"]
+
+
+def test_the_controller_serves_the_webhooks_certificate_on_metrics(
+    plane: ControlPlane, release: str
+) -> None:
+    """ADR 0039: the controller pod starts before the Secret it writes exists; the
+    kubelet fills its optional volume later, and from then on /metrics presents the
+    webhook's serving certificate (which the ServiceMonitor verifies against the CA),
+    not the self-signed stand-in it served meanwhile."""
+    answer = plane.kubectl(
+        "get", "secrets", "-n", NAMESPACE,
+        "-l", "app.kubernetes.io/component=webhook-certificates", "-o", "json",
+    )  # fmt: skip
+    (serving,) = [
+        s["data"]
+        for s in json.loads(answer.stdout)["items"]
+        if s["metadata"]["name"].endswith("-webhook-tls")
+    ]
+    certificate = x509.load_pem_x509_certificate(base64.b64decode(serving["tls.crt"]))
+    loaded = f"serving certificate loaded: serial {certificate.serial_number:x}"
+
+    def controller_logs() -> str:
+        return plane.kubectl(
+            "logs", "-n", NAMESPACE, "-l", "app.kubernetes.io/component=controller",
+            "--tail=-1",
+        ).stdout  # fmt: skip
+
+    wait_for(
+        lambda: loaded in controller_logs(), "the controller serving the webhook's certificate", 180
+    )
 
 
 def test_the_controller_pod_leads_and_runs_a_runtime_on_the_node(

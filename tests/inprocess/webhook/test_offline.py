@@ -3,6 +3,7 @@
 import io
 import json
 import re
+import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -506,3 +507,56 @@ def test_stored_judges_live_objects_as_the_controller_will(
     assert out.splitlines()[-1] == (
         "2 TrussiumRuntime(s) in 1 file(s): 1 valid, 1 invalid; 1 error(s), 1 warning(s) (failed)"
     )
+
+
+# A line of braces is the worst case of a template search that backtracks ({{.*}}:
+# quadratic per line); the others nest as deep as the parser allows, or make it
+# scan far for the end of a token.
+HOSTILE = {
+    "lines-of-braces": ("{" * 20_000 + "\n") * 50,
+    "one-line-of-braces": "{" * 1_000_000,
+    "unclosed-templates": ("{{ a" * 5_000 + "\n") * 50,
+    "lines-of-brackets": ("[" * 20_000 + "\n") * 50,
+    "unterminated-quote": 'a: "' + "x" * 1_000_000,
+    "one-long-key": "k" * 1_000_000 + ": 1",
+}
+
+
+@pytest.mark.parametrize("text", HOSTILE.values(), ids=HOSTILE.keys())
+def test_a_hostile_megabyte_is_refused_in_linear_time(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, text: str
+) -> None:
+    path = write(tmp_path, "hostile.yaml", text)
+    started = time.perf_counter()
+    code, _, err = run(capsys, path)
+    elapsed = time.perf_counter() - started
+    print(f"{len(text):,} characters in {elapsed:.3f} s")
+    assert code == 2
+    assert err.startswith(f"{path}: ")
+    assert elapsed < 2
+
+
+def test_a_file_over_the_size_cap_is_refused_unread(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    big = write(tmp_path, "big.yaml", MINIMAL + "#" * 2**20)
+    code, out, err = run(capsys, "--max-file-mib", "1", VALID, big)
+    assert code == 2
+    assert err == f"{big}: larger than 1 MiB, the limit per file (--max-file-mib)\n"
+    assert out.startswith("1 TrussiumRuntime(s) in 2 file(s): 1 valid")
+    assert run(capsys, "--max-file-mib", "2", big)[0] == 0
+
+    monkeypatch.setattr("sys.stdin", io.StringIO("#" + "é" * (2**19)))  # 1 MiB + 1 byte
+    code, _, err = run(capsys, "--max-file-mib", "1", "-")
+    assert code == 2
+    assert err == "<stdin>: larger than 1 MiB, the limit per file (--max-file-mib)\n"
+    assert run(capsys, "--max-file-mib", "0", VALID)[0] == 2
+
+
+def test_the_default_size_cap_is_32_mib(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = tmp_path / "big.yaml"
+    with path.open("w") as file:
+        file.write(MINIMAL)
+        file.truncate(32 * 2**20 + 1)  # sparse: read up to the cap, never parsed
+    code, _, err = run(capsys, str(path))
+    assert (code, err) == (2, f"{path}: larger than 32 MiB, the limit per file (--max-file-mib)\n")
