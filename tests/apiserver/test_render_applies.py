@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import Kubectl
+from tests.pure.test_runtime_settings import EVERY_SETTING
 from trussium_operator.common.api import TrussiumRuntime
 from trussium_operator.controller.kinds import render_managed_objects
 
@@ -78,8 +79,11 @@ def versions(kubectl: Kubectl, namespace: str, objects: list[dict[str, Any]]) ->
 
 
 @pytest.mark.api
+@pytest.mark.parametrize(
+    "spec", [SPEC, SPEC | EVERY_SETTING], ids=["production", "with-the-runtimes-settings"]
+)
 def test_rendered_objects_apply_and_reapplying_changes_nothing(
-    kubectl: Kubectl, namespace: str
+    spec: dict[str, Any], kubectl: Kubectl, namespace: str
 ) -> None:
     runtime = TrussiumRuntime.model_validate(
         {
@@ -89,7 +93,7 @@ def test_rendered_objects_apply_and_reapplying_changes_nothing(
                 "uid": "0d6c6b2e-1",
                 "generation": 1,
             },
-            "spec": SPEC,
+            "spec": spec,
         }
     )
     objects = render_managed_objects(runtime)
