@@ -7,6 +7,8 @@
   1000 s, like controller-runtime), bounded by a global token bucket
   (10/s, burst 100) so a mass failure cannot hammer the API server.
   `forget` resets a key's backoff after a success.
+- A retry the API server asked to postpone (`Retry-After`) waits at least
+  that long, at most the backoff's cap.
 """
 
 import asyncio
@@ -117,9 +119,14 @@ class WorkQueue(Generic[K]):
         self._timers.pop(key, None)
         self.add(key)
 
-    def add_rate_limited(self, key: K) -> None:
+    def add_rate_limited(self, key: K, not_before: float | None = None) -> None:
+        """Retry `key` after its backoff, and no sooner than `not_before` seconds
+        (capped at the backoff's cap) when given."""
         metrics.WORKQUEUE_RETRIES.labels(self.name).inc()
-        self.add_after(key, max(self.backoff.when(key), self.bucket.reserve()))
+        delay = max(self.backoff.when(key), self.bucket.reserve())
+        if not_before is not None:
+            delay = max(delay, min(not_before, self.backoff.cap))
+        self.add_after(key, delay)
 
     def forget(self, key: K) -> None:
         self.backoff.forget(key)
