@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 
 from trussium_operator.cmdline.metadata_only import METADATA_ONLY
 from trussium_operator.common.status import Outcome
-from trussium_operator.controller.machinery.backoff import Backoff
+from trussium_operator.controller.machinery.backoff import Backoff, honouring
 from trussium_operator.controller.machinery.cache import Cache, Change
 from trussium_operator.controller.machinery.kube import (
     SECRETS,
@@ -89,7 +89,7 @@ class SecretPresence:
                 if isinstance(error, ApiError) and error.throttled:
                     # Overload says nothing about the Secret: the runtime keeps waiting,
                     # and the lookup waits as long as the API server asked (ADR 0038).
-                    delay = max(delay, min(error.retry_after or 0.0, backoff.cap))
+                    delay = honouring(delay, error.retry_after, backoff.cap)
                     change = None
                 else:
                     message = f"cannot list Secrets: {describe(error)}"

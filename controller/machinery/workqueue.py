@@ -18,6 +18,7 @@ from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
 
 from trussium_operator.controller.machinery import metrics
+from trussium_operator.controller.machinery.backoff import honouring
 from trussium_operator.controller.machinery.tokenbucket import TokenBucket
 
 BASE_DELAY = 0.005
@@ -124,9 +125,7 @@ class WorkQueue(Generic[K]):
         (capped at the backoff's cap) when given."""
         metrics.WORKQUEUE_RETRIES.labels(self.name).inc()
         delay = max(self.backoff.when(key), self.bucket.reserve())
-        if not_before is not None:
-            delay = max(delay, min(not_before, self.backoff.cap))
-        self.add_after(key, delay)
+        self.add_after(key, honouring(delay, not_before, self.backoff.cap))
 
     def forget(self, key: K) -> None:
         self.backoff.forget(key)
