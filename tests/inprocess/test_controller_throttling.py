@@ -109,3 +109,37 @@ async def test_a_key_comes_back_after_retry_after_its_backoff_and_the_cap() -> N
     assert 0.3 <= back["asked"] < 0.6
     assert 0.6 <= back["asked-too-much"] < 2.0
     queue.shut_down()
+
+
+async def test_a_throttled_key_added_again_meanwhile_still_waits() -> None:
+    """The watch events of what a throttled attempt did write (added while it ran, or
+    after) do not bring its key back before Retry-After; a success ends the hold."""
+    queue = WorkQueue[str]("throttling-hold-test", ItemBackoff(base=0.001, cap=5.0))
+    loop = asyncio.get_running_loop()
+    queue.add("during")
+    queue.add("after")
+    for _ in range(2):
+        key = await asyncio.wait_for(queue.get(), 5)
+        assert key is not None
+        queue.add(key)  # an event while the attempt runs
+        queue.add_rate_limited(key, not_before=0.4)
+        queue.done(key)
+    started = loop.time()
+    queue.add("after")  # an event once it failed
+    queue.add("fresh")
+    assert await asyncio.wait_for(queue.get(), 5) == "fresh"
+    queue.done("fresh")
+    back: list[tuple[str, float]] = []
+    for _ in range(2):
+        key = await asyncio.wait_for(queue.get(), 5)
+        assert key is not None
+        back.append((key, loop.time() - started))
+        queue.done(key)
+    assert sorted(key for key, _ in back) == ["after", "during"]
+    assert min(seconds for _, seconds in back) >= 0.35, back
+
+    queue.add_rate_limited("after", not_before=0.4)
+    queue.forget("after")  # it succeeded meanwhile (another attempt)
+    queue.add("after")
+    assert await asyncio.wait_for(queue.get(), 0.2) == "after"
+    queue.shut_down()
