@@ -9,6 +9,8 @@ for `Lifetimes.ca_adoption_delay`, so every API server has the new bundle
 before any pod serves a certificate that needs it. An older CA leaves the
 bundle once the serving certificate it signed has been replaced for
 `Lifetimes.propagation`, the time a Secret change takes to reach every pod.
+A CA whose key the webhook pods could read (the layout before ADR 0029) is
+replaced the same way, at once instead of when due.
 """
 
 from __future__ import annotations
@@ -133,8 +135,13 @@ def rotate(
     ip_addresses: Sequence[str],
     now: datetime,
     lifetimes: Lifetimes = DEFAULT_LIFETIMES,
+    exposed: bool = False,
 ) -> Rotation:
-    """The CA and serving certificate to keep, with the reasons they differ (none: unchanged)."""
+    """The CA and serving certificate to keep, with the reasons they differ (none: unchanged).
+
+    `exposed`: the signing CA's key was readable outside the CA Secret; it is renewed
+    now, as if due, so the CA whose key may have leaked leaves the bundle in two hours.
+    """
 
     def issue(ca: KeyPair) -> KeyPair:
         return issue_serving_certificate(ca, dns_names, ip_addresses, lifetimes.serving, now=now)
@@ -160,7 +167,7 @@ def rotate(
             lifetimes.renew_fraction,
         )
     )
-    if needs_renewal(signing.certificate, now, lifetimes.renew_fraction):
+    if exposed or needs_renewal(signing.certificate, now, lifetimes.renew_fraction):
         # A due serving certificate is refreshed by the outgoing CA, which every
         # client trusts already, so nothing needs the new CA before it is adopted.
         if problem is not None:
@@ -169,7 +176,7 @@ def rotate(
             problem = None
         older = (signing.certificate, *older)
         signing = generate_ca(CA_COMMON_NAME, lifetimes.ca, now=now)
-        reasons.append("CA renewed")
+        reasons.append("CA renewed: its key was in the serving Secret" if exposed else "CA renewed")
     elif (
         problem is None
         and serving is not None

@@ -9,8 +9,10 @@ serving Secret. Writes are optimistic: a create that finds the Secret
 (409 AlreadyExists) or an update carrying a stale resourceVersion (409
 Conflict) reads and decides again, so concurrent writers converge on one CA
 without a lock. A serving Secret written before ADR 0029 still holds the CA
-key: its CA is adopted (the caBundle does not change) and the key leaves it.
-Key material never reaches a log line.
+key: its CA is adopted and at once renewed (a webhook pod could read that
+key), and the key leaves the serving Secret. The renewal is decided only
+while the CA Secret does not exist, so it happens once. Key material never
+reaches a log line.
 """
 
 from __future__ import annotations
@@ -134,19 +136,20 @@ class SelfManaged:
         ca_secret = await self._read(self.ca_secret_name)
         serving_secret = await self._read(self.secret_name)
         serving_data = _decoded(serving_secret)
-        authority = self._authority(_decoded(ca_secret), serving_data)
+        ca_data = _decoded(ca_secret)
         rotation = rotate(
-            authority,
+            self._authority(ca_data, serving_data),
             self._serving(serving_data),
             dns_names=self.dns_names,
             ip_addresses=self.ip_addresses,
             now=self.clock(),
             lifetimes=self.lifetimes,
+            exposed=not ca_data and LEGACY_CA_KEY_KEY in serving_data,
         )
         if rotation.changed:
             log.info("webhook certificates: %s", "; ".join(rotation.reasons))
         wanted_ca = rotation.authority.to_secret_data()
-        if _decoded(ca_secret) != wanted_ca:
+        if ca_data != wanted_ca:
             await self._write(ca_secret, self.ca_secret_name, wanted_ca)
         complete = True
         try:

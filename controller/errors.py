@@ -8,6 +8,9 @@
 - No answer at all (the connection failed, broke or timed out): retried with
   backoff and logged, not reported. The report would travel the same broken
   path, and an API server restart is not every runtime's failure (ADR 0012).
+- A throttled request (429, 503, or an answer with `Retry-After`): the same,
+  and retried no sooner than the server asked (ADR 0038). Overload is no
+  runtime's failure, and a report per retry would add to the load.
 - Anything else is a bug: retried with backoff, logged with a traceback,
   the status left alone (it would only say "internal error").
 """
@@ -58,12 +61,19 @@ class Failure(Enum):
 
 def classify(error: BaseException) -> Failure:
     if isinstance(error, ApiError):
-        return Failure.RACE if error.conflict or patch_not_applicable(error) else Failure.REPORTED
+        if error.conflict or patch_not_applicable(error):
+            return Failure.RACE
+        return Failure.TRANSIENT if error.throttled else Failure.REPORTED
     if isinstance(error, TransportError | OSError | TimeoutError):
         return Failure.TRANSIENT
     if isinstance(error, KubeError | ReconcileError):
         return Failure.REPORTED
     return Failure.BUG
+
+
+def retry_after(error: BaseException) -> float | None:
+    """The seconds the API server asked the retry to wait, if it asked."""
+    return error.retry_after if isinstance(error, ApiError) else None
 
 
 def patch_not_applicable(error: ApiError) -> bool:

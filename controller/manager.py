@@ -22,7 +22,7 @@ from trussium_operator.cmdline.secure_metrics import MetricsOptions, metrics_end
 from trussium_operator.cmdline.stopping import until_stopped as _until
 from trussium_operator.common import constants as c
 from trussium_operator.common.conditions import conditions_of, find_condition
-from trussium_operator.controller.errors import Failure, classify
+from trussium_operator.controller.errors import Failure, classify, retry_after
 from trussium_operator.controller.exclusion import ForeignLeaseGate, LeaseSearch
 from trussium_operator.controller.kinds import MANAGED_KINDS, ManagedKind
 from trussium_operator.controller.machinery import metrics
@@ -303,7 +303,7 @@ class Manager:
                     )
                 else:
                     result = "requeue"
-                self.queue.add_rate_limited(key)
+                self.queue.add_rate_limited(key, not_before=retry_after(error))
             else:
                 self.queue.forget(key)
             finally:

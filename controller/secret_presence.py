@@ -12,7 +12,9 @@ The controller may list and watch Secrets, never get them, so a lookup is a
 metadata-only list of the one name (`fieldSelector=metadata.name=<name>`) in
 its namespace. One lookup runs at a time: they are rare (a new reference) and
 each is a single small request. A failed lookup reports the reference check
-as failed (the contract's `ReferenceCheckFailed`) and is retried with a backoff.
+as failed (the contract's `ReferenceCheckFailed`) and is retried with a backoff;
+a throttled one (ADR 0038) is retried, no sooner than its `Retry-After`, with
+nothing reported.
 """
 
 import asyncio
@@ -20,9 +22,15 @@ from collections.abc import Callable, Sequence
 
 from trussium_operator.cmdline.metadata_only import METADATA_ONLY
 from trussium_operator.common.status import Outcome
-from trussium_operator.controller.machinery.backoff import Backoff
+from trussium_operator.controller.machinery.backoff import Backoff, honouring
 from trussium_operator.controller.machinery.cache import Cache, Change
-from trussium_operator.controller.machinery.kube import SECRETS, Kube, KubeError, describe
+from trussium_operator.controller.machinery.kube import (
+    SECRETS,
+    ApiError,
+    Kube,
+    KubeError,
+    describe,
+)
 from trussium_operator.controller.machinery.names import NamespacedName
 from trussium_operator.controller.mapping import SecretReferences
 from trussium_operator.controller.referenced_secrets import Presence, ReferencedSecrets
@@ -77,8 +85,16 @@ class SecretPresence:
                     "GET", SECRETS.path(key.namespace), query=query, accept=METADATA_ONLY
                 )
             except KubeError as error:
-                change = store.lookup_failed(key, token, f"cannot list Secrets: {describe(error)}")
-                loop.call_later(backoff.failed(), store.retry, key, token)
+                delay = backoff.failed()
+                if isinstance(error, ApiError) and error.throttled:
+                    # Overload says nothing about the Secret: the runtime keeps waiting,
+                    # and the lookup waits as long as the API server asked (ADR 0038).
+                    delay = honouring(delay, error.retry_after, backoff.cap)
+                    change = None
+                else:
+                    message = f"cannot list Secrets: {describe(error)}"
+                    change = store.lookup_failed(key, token, message)
+                loop.call_later(delay, store.retry, key, token)
             else:
                 backoff.healthy()
                 items = page.get("items") or []

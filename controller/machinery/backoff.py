@@ -5,6 +5,7 @@ jittered between half and all of it, so informers that failed together do
 not retry together. It resets only once the loop has stayed healthy for
 2 minutes: a watch that connects and breaks at once, or a 410 on every
 watch, keeps growing the delay instead of relisting in a tight loop.
+`honouring` lengthens any retry delay to a throttled answer's `Retry-After`.
 """
 
 import random
@@ -14,6 +15,12 @@ from collections.abc import Callable
 BASE_SECONDS = 0.8
 CAP_SECONDS = 30.0
 HEALTHY_RESET_SECONDS = 120.0
+
+
+def honouring(delay: float, retry_after: float | None, cap: float) -> float:
+    """`delay`, lengthened to the `Retry-After` the API server asked for (ADR 0038),
+    which counts only up to `cap`: a delay longer than `cap` stays as it is."""
+    return delay if retry_after is None else max(delay, min(retry_after, cap))
 
 
 class Backoff:

@@ -59,13 +59,17 @@ class KubeError(Exception):
 
 
 class ApiError(KubeError):
-    """A non-2xx answer: status code, Kubernetes reason and message (never a body dump)."""
+    """A non-2xx answer: status code, Kubernetes reason and message (never a body dump),
+    and the seconds its `Retry-After` header asks the client to wait, if any."""
 
-    def __init__(self, status: int, reason: str, message: str) -> None:
+    def __init__(
+        self, status: int, reason: str, message: str, retry_after: float | None = None
+    ) -> None:
         super().__init__(f"{status} {reason}: {message}")
         self.status = status
         self.reason = reason
         self.message = message
+        self.retry_after = retry_after
 
     @property
     def not_found(self) -> bool:
@@ -78,6 +82,12 @@ class ApiError(KubeError):
     @property
     def invalid(self) -> bool:
         return self.status == 422
+
+    @property
+    def throttled(self) -> bool:
+        """The API server asks to be asked later: 429 (API Priority and Fairness, the
+        in-flight limits), 503, or any answer carrying `Retry-After` (a server timeout)."""
+        return self.status in (429, 503) or self.retry_after is not None
 
 
 class TransportError(KubeError):
@@ -118,14 +128,26 @@ def describe(error: BaseException) -> str:
     return type(error).__name__
 
 
+def retry_after_seconds(value: str | None) -> float | None:
+    """A `Retry-After` header in its seconds form, the one kube-apiserver sends; None
+    when absent or in any other form (an HTTP date is not worth a clock comparison).
+    Unbounded here: whoever waits caps it."""
+    if value is None or not (value := value.strip()).isascii() or not value.isdigit():
+        return None
+    return float(value)
+
+
 async def _error(response: aiohttp.ClientResponse) -> ApiError:
+    retry_after = retry_after_seconds(response.headers.get("Retry-After"))
     try:
         body = json.loads(await response.read())
     except ValueError:
         body = None
     if not isinstance(body, dict):
-        return ApiError(response.status, response.reason or "", "")
-    return ApiError(response.status, str(body.get("reason", "")), str(body.get("message", "")))
+        # A throttled request's answer is plain text ("Too many requests, please try again later.").
+        return ApiError(response.status, response.reason or "", "", retry_after)
+    reason, message = str(body.get("reason", "")), str(body.get("message", ""))
+    return ApiError(response.status, reason, message, retry_after)
 
 
 class Kube:

@@ -7,6 +7,10 @@
   1000 s, like controller-runtime), bounded by a global token bucket
   (10/s, burst 100) so a mass failure cannot hammer the API server.
   `forget` resets a key's backoff after a success.
+- A retry the API server asked to postpone (`Retry-After`) waits at least
+  that long, at most the backoff's cap, and every add of the key meanwhile
+  waits for it: the watch events of what the failed attempt did write would
+  otherwise bring the key back at once. client-go's queue has no such hold.
 """
 
 import asyncio
@@ -16,6 +20,7 @@ from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
 
 from trussium_operator.controller.machinery import metrics
+from trussium_operator.controller.machinery.backoff import honouring
 from trussium_operator.controller.machinery.tokenbucket import TokenBucket
 
 BASE_DELAY = 0.005
@@ -59,6 +64,8 @@ class WorkQueue(Generic[K]):
         self._added_at: dict[K, float] = {}
         self._started_at: dict[K, float] = {}
         self._timers: dict[K, asyncio.TimerHandle] = {}
+        # Loop time before which a key the API server throttled is not queued again.
+        self._held_until: dict[K, float] = {}
         self._waiters: deque[asyncio.Future[None]] = deque()
         self._shutting_down = False
         metrics.WORKQUEUE_UNFINISHED_WORK.labels(name).set_function(self.unfinished_work_seconds)
@@ -82,6 +89,9 @@ class WorkQueue(Generic[K]):
 
     def add(self, key: K) -> None:
         if self._shutting_down or key in self._dirty:
+            return
+        if (wait := self._held(key)) > 0:
+            self.add_after(key, wait)
             return
         metrics.WORKQUEUE_ADDS.labels(self.name).inc()
         self._dirty.add(key)
@@ -117,12 +127,30 @@ class WorkQueue(Generic[K]):
         self._timers.pop(key, None)
         self.add(key)
 
-    def add_rate_limited(self, key: K) -> None:
+    def add_rate_limited(self, key: K, not_before: float | None = None) -> None:
+        """Retry `key` after its backoff, and no sooner than `not_before` seconds (capped at
+        the backoff's cap) when given; a key so throttled is held till then, every add of
+        it included."""
         metrics.WORKQUEUE_RETRIES.labels(self.name).inc()
-        self.add_after(key, max(self.backoff.when(key), self.bucket.reserve()))
+        delay = max(self.backoff.when(key), self.bucket.reserve())
+        delay = honouring(delay, not_before, self.backoff.cap)
+        if not_before is not None:
+            self._held_until[key] = asyncio.get_running_loop().time() + delay
+        self.add_after(key, delay)
+
+    def _held(self, key: K) -> float:
+        """Seconds `key` is still held for (0: not held)."""
+        until = self._held_until.get(key)
+        if until is None:
+            return 0.0
+        wait = until - asyncio.get_running_loop().time()
+        if wait <= 0:
+            del self._held_until[key]
+        return max(wait, 0.0)
 
     def forget(self, key: K) -> None:
         self.backoff.forget(key)
+        self._held_until.pop(key, None)
 
     async def get(self) -> K | None:
         """The next key, or None once the queue is shut down (queued keys are left)."""
@@ -154,6 +182,11 @@ class WorkQueue(Generic[K]):
         if started is not None:
             metrics.WORKQUEUE_WORK_DURATION.labels(self.name).observe(self._clock() - started)
         if key in self._dirty:
+            if (wait := self._held(key)) > 0:  # added while throttled: not before the hold ends
+                self._dirty.discard(key)
+                self._added_at.pop(key, None)
+                self.add_after(key, wait)
+                return
             self._queue.append(key)
             self._enqueued()
 
@@ -163,6 +196,7 @@ class WorkQueue(Generic[K]):
         for timer in self._timers.values():
             timer.cancel()
         self._timers.clear()
+        self._held_until.clear()
         while self._waiters:
             waiter = self._waiters.popleft()
             if not waiter.done():

@@ -204,11 +204,15 @@ async def test_ca_rotation_trusts_the_new_ca_first_and_drops_the_old_one_after(
     assert secret_data(plane, namespace)["ca.crt"] == new_ca.public_bytes(Encoding.PEM)
 
 
-async def test_a_serving_secret_from_before_adr_0029_keeps_its_ca_and_loses_the_key(
+async def test_a_ca_from_before_adr_0029_is_replaced_once_and_trusted_until_unused(
     api_client: client.ApiClient, plane: ControlPlane, namespace: str, config_name: str
 ) -> None:
-    """The layout the webhook wrote itself: one Secret with the CA key beside tls.key."""
-    legacy = rotate(None, None, dns_names=DNS, ip_addresses=IPS, now=datetime.now(UTC))
+    """The layout the webhook wrote itself: one Secret with the CA key beside tls.key,
+    readable by the network-facing pods. The first pass moves no key: it renews the CA,
+    keeps the served certificate (the old CA stays trusted), and removes `ca.key`; the old
+    CA leaves the bundle once nothing serves what it signed. Restarts renew nothing."""
+    clock = Clock()
+    legacy = rotate(None, None, dns_names=DNS, ip_addresses=IPS, now=clock.now)
     data = {
         **serving_secret_data(legacy.serving, legacy.authority),
         "ca.key": legacy.authority.signing_ca.private_key_pem,
@@ -222,15 +226,40 @@ async def test_a_serving_secret_from_before_adr_0029_keeps_its_ca_and_loses_the_
     }
     plane.kubectl("-n", namespace, "create", "-f", "-", input=json.dumps(body))
     await inject_ca_bundle(api_client, [config_name], data["ca.crt"])
-    bundles_before = ca_bundles(plane, config_name)
+    old_ca = legacy.authority.signing_ca.certificate
 
-    assert await replica(api_client, namespace, config_name).ensure()
+    assert await replica(api_client, namespace, config_name, clock).ensure()
     serving = secret_data(plane, namespace)
     assert sorted(serving) == ["ca.crt", "tls.crt", "tls.key"]
     assert serving["tls.crt"] == data["tls.crt"], "the served certificate is kept"
     authority = secret_data(plane, namespace, CA_SECRET)
-    assert authority["tls.key"] == data["ca.key"]
-    assert ca_bundles(plane, config_name) == bundles_before, "nothing the API server trusts changed"
+    kept_key = authority["tls.key"] == data["ca.key"]  # compared so, no key in a failure
+    assert not kept_key, "the exposed key signs nothing more"
+    new_ca, kept = decode_certificates(authority["ca.crt"])
+    assert kept == old_ca, "the old CA stays trusted while its certificate is served"
+    assert ca_bundles(plane, config_name) == [authority["ca.crt"]] * 4
+
+    async def restarted() -> None:
+        """A new replica (a restart) decides nothing new: no Secret or bundle written."""
+        before = resource_versions(plane, namespace, config_name)
+        assert await replica(api_client, namespace, config_name, clock).ensure()
+        assert resource_versions(plane, namespace, config_name) == before
+
+    clock.now += timedelta(minutes=30)
+    await restarted()
+
+    clock.now += timedelta(hours=1)  # the new CA has been trusted long enough
+    assert await replica(api_client, namespace, config_name, clock).ensure()
+    served = decode_certificates(secret_data(plane, namespace)["tls.crt"])[0]
+    assert is_issued_by(served, new_ca)
+    assert ca_bundles(plane, config_name) == [authority["ca.crt"]] * 4
+
+    clock.now += timedelta(hours=2)  # every pod serves the new certificate by now
+    assert await replica(api_client, namespace, config_name, clock).ensure()
+    assert ca_bundles(plane, config_name) == [new_ca.public_bytes(Encoding.PEM)] * 4
+    same_key = secret_data(plane, namespace, CA_SECRET)["tls.key"] == authority["tls.key"]
+    assert same_key, "the new CA is kept"
+    await restarted()
 
 
 async def test_missing_webhook_configuration_still_writes_the_secrets(

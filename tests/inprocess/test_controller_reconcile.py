@@ -6,7 +6,9 @@ on demand."""
 
 import asyncio
 import functools
+import itertools
 import logging
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -220,6 +222,40 @@ async def test_a_broken_connection_is_counted_and_retried_not_reported(running: 
     await reconciled(running)
     assert fault.hits == 2
     assert errors() == failures + 2
+    assert "ReconciliationFailed" not in running.reasons()
+    assert condition(running.runtime(), "Degraded") == ("False", "AsExpected")
+
+
+async def test_a_throttled_request_waits_its_retry_after_and_is_not_reported(
+    running: Running,
+) -> None:
+    """ADR 0038: an overloaded API server's 429 says nothing about the runtime. No status
+    write and no Warning while it lasts, and each retry waits the Retry-After asked."""
+    fake = running.fake
+    rejected: list[tuple[float, int]] = []  # (time, calls so far) of each throttled apply
+
+    def rejecting(call: Any) -> bool:
+        if call.content_type == APPLY_PATCH and "/configmaps/" in call.path:
+            rejected.append((time.monotonic(), len(fake.calls)))
+            return True
+        return False
+
+    too_many = ApiError(429, "Too Many Requests", "", retry_after=1.0)
+    fault = fake.fail(rejecting, too_many, times=3)
+    failures = errors()
+    fake.apply(runtime_manifest("rt", NS))
+    await reconciled(running)
+    assert fault.hits == 3
+    assert errors() == failures + 3
+    gaps = [later[0] - earlier[0] for earlier, later in itertools.pairwise(rejected)]
+    assert min(gaps) >= 1.0, gaps
+    throttled = fake.calls[rejected[0][1] : rejected[-1][1]]
+    reports = [
+        str(call)
+        for call in throttled
+        if call.write and (call.path.endswith("/rt/status") or "/events" in call.path)
+    ]
+    assert reports == [], "a status write or an Event while throttled"
     assert "ReconciliationFailed" not in running.reasons()
     assert condition(running.runtime(), "Degraded") == ("False", "AsExpected")
 

@@ -5,6 +5,7 @@ will to race a watch event."""
 
 import asyncio
 import functools
+import time
 from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any
 
@@ -232,8 +233,33 @@ async def test_a_failed_lookup_reports_the_check_failed_and_is_retried(
 ) -> None:
     fake.create(secret("api-key"))
     await start()
-    fake.fail(lambda call: "fieldSelector" in call.query, ApiError(503, "ServiceUnavailable", ""))
+    fake.fail(lambda call: "fieldSelector" in call.query, ApiError(500, "InternalError", "etcd"))
     fake.apply(referencing())
     await reads(fake, "False", "ReferenceCheckFailed")
     await reads(fake, "True", "ReferencesResolved")
     assert len(lookups(fake)) == 2
+
+
+async def test_a_throttled_lookup_waits_its_retry_after_and_reports_nothing(
+    fake: FakeKube, start: Start
+) -> None:
+    """ADR 0038: a 429 is no answer about the Secret; the runtime waits for the lookup."""
+    fake.create(secret("api-key"))
+    await start()
+    asked: list[float] = []
+
+    def lookup(call: Any) -> bool:
+        if "fieldSelector" in call.query:
+            asked.append(time.monotonic())
+            return True
+        return False
+
+    too_many = ApiError(429, "Too Many Requests", "", retry_after=1.0)
+    fake.fail(lookup, too_many, times=2)
+    fake.apply(referencing())
+    await until(lambda: len(asked) == 2, "a second throttled lookup")
+    await reads(fake, "True", "ReferencesResolved")
+    assert asked[1] - asked[0] >= 1.0
+    assert len(lookups(fake)) == 3
+    events = fake.objects("Event", NS)
+    assert [e["reason"] for e in events if e["type"] == "Warning"] == []

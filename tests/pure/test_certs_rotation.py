@@ -154,6 +154,35 @@ def test_the_ca_of_a_serving_secret_from_before_adr_0029_is_adopted() -> None:
     assert Authority.from_legacy_secret_data(legacy) == rotation.authority
 
 
+def test_a_ca_whose_key_was_exposed_is_renewed_at_once_and_leaves_as_a_renewed_one() -> None:
+    """The CA of the layout before ADR 0029, its key readable by the webhook pods: renewed
+    on the first pass, replaced like a due CA, and not renewed again after it."""
+    legacy = first()
+    exposed_ca = legacy.authority.signing_ca.certificate
+    upgrade = NOW + 30 * DAY
+    renewed = rotate(
+        legacy.authority,
+        legacy.serving,
+        dns_names=DNS,
+        ip_addresses=IPS,
+        now=upgrade,
+        exposed=True,
+    )
+    new_ca = renewed.authority.signing_ca.certificate
+    assert renewed.reasons == ("CA renewed: its key was in the serving Secret",)
+    assert renewed.authority.bundle == (new_ca, exposed_ca)
+    assert renewed.serving == legacy.serving, "still served, still trusted"
+
+    # The next passes (this controller's, a restart's) read the CA Secret: not exposed.
+    assert not again(renewed, upgrade + 30 * timedelta(minutes=1)).changed
+    adopted = again(renewed, upgrade + HOUR)
+    assert is_issued_by(adopted.serving.certificate, new_ca)
+    assert adopted.authority.bundle == (new_ca, exposed_ca)
+    settled = again(adopted, upgrade + 2 * HOUR + timedelta(minutes=5))
+    assert settled.authority.bundle == (new_ca,)
+    assert not again(settled, upgrade + 200 * DAY).changed
+
+
 def test_incomplete_or_mismatched_secret_data_is_refused_with_the_reason() -> None:
     data = first().authority.to_secret_data()
     with pytest.raises(CertificateError, match=r"missing keys: tls\.key"):

@@ -8,6 +8,7 @@ from trussium_operator.controller.errors import (
     ReconcileError,
     classify,
     failure_message,
+    retry_after,
 )
 from trussium_operator.controller.machinery.kube import ApiError, TransportError, UnreadableError
 
@@ -23,9 +24,11 @@ INVALID_OBJECT = 'Service "rt" is invalid: spec.ports[1].name: Duplicate value: 
         (ApiError(422, "Invalid", INVALID_OBJECT), Failure.REPORTED),
         (ApiError(404, "NotFound", 'deployments "rt" not found'), Failure.REPORTED),
         (ApiError(410, "Gone", "too old resource version"), Failure.REPORTED),
-        (ApiError(429, "TooManyRequests", "slow down"), Failure.REPORTED),
+        (ApiError(429, "Too Many Requests", "", retry_after=1.0), Failure.TRANSIENT),
+        (ApiError(429, "TooManyRequests", "slow down"), Failure.TRANSIENT),
         (ApiError(500, "InternalError", "etcd"), Failure.REPORTED),
-        (ApiError(503, "ServiceUnavailable", ""), Failure.REPORTED),
+        (ApiError(500, "ServerTimeout", "retry", retry_after=2.0), Failure.TRANSIENT),
+        (ApiError(503, "ServiceUnavailable", ""), Failure.TRANSIENT),
         (ApiError(403, "Forbidden", "denied"), Failure.REPORTED),
         (TransportError("ServerDisconnectedError"), Failure.TRANSIENT),
         (UnreadableError("answer is not a JSON object"), Failure.REPORTED),
@@ -40,6 +43,12 @@ def test_every_error_is_a_race_a_reported_or_transient_failure_or_a_bug(
     error: Exception, failure: Failure
 ) -> None:
     assert classify(error) is failure
+
+
+def test_a_retry_waits_as_long_as_the_api_server_asked_if_it_asked() -> None:
+    assert retry_after(ApiError(429, "Too Many Requests", "", retry_after=3.0)) == 3.0
+    assert retry_after(ApiError(503, "ServiceUnavailable", "")) is None
+    assert retry_after(TransportError("ServerDisconnectedError")) is None
 
 
 def test_only_a_race_is_retried_without_counting_and_only_a_bug_logs_a_traceback() -> None:
