@@ -23,13 +23,12 @@ Self-managed mode, run by the controller (docs/adr/0029), never by the webhook::
 
 The webhook pods mount the serving Secret and serve it with ReloadingTLS.
 
-Command line: `certs.cli.add_certs_commands(subparsers)` mounts `certs
-generate` and `certs inject`; the chosen command sets `args.handler`, which
-takes the parsed namespace and returns the exit code. `certs.cli.main_certs(argv)`
-runs them standalone.
+The `trussium-webhook certs generate|inject` commands built on this package
+live with the webhook's command line (`webhook/certs_cli.py`): this package
+is a library and imports nothing but `common`.
 
 Modules: `authority` (CA and serving certificates, PEM helpers, renewal
 test; pure but for key generation), `rotation` (what the two Secrets should
 hold next; pure), `files` (the folder, atomic writes), `reload`, `inject`
-(caBundle patches), `selfmanaged`, `cli`.
+(caBundle patches), `selfmanaged`.
 """

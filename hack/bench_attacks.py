@@ -27,7 +27,7 @@ from pathlib import Path
 from devcluster.layout import free_port
 from hack import attacks
 from hack.bench_webhook import REPO, review_body, start_server, wait_ready
-from trussium_operator.certs.cli import main_certs
+from trussium_operator.webhook.certs_cli import main_certs
 
 MEMORY_LIMIT_MIB = 256  # the chart's resources.limits.memory
 SAMPLE_SECONDS = 0.05

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from devcluster.layout import free_port
 from hack.bench_webhook import start_server, wait_ready
-from trussium_operator.certs.cli import main_certs
+from trussium_operator.webhook.certs_cli import main_certs
 
 HALF_A_HEAD = b"POST /validate-trussiumruntime HTTP/1.1\r\nHost: bench\r\nX-Slow: "
 MARGIN_SECONDS = 10.0

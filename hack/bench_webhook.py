@@ -29,7 +29,7 @@ import aiohttp
 import yaml
 
 from devcluster.layout import free_port
-from trussium_operator.certs.cli import main_certs
+from trussium_operator.webhook.certs_cli import main_certs
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "tests" / "samples" / "valid" / "production.yaml"

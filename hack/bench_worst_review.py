@@ -38,11 +38,11 @@ import aiohttp
 
 from devcluster.layout import free_port
 from hack.bench_webhook import review_body, start_server, wait_ready
-from trussium_operator.certs.cli import main_certs
 from trussium_operator.common import admission
 from trussium_operator.common.constants import MUTATE_RUNTIME_PATH, VALIDATE_RUNTIME_PATH
 from trussium_operator.common.schema import openapi_schema
 from trussium_operator.webhook.app import AdmissionSettings, Hooks
+from trussium_operator.webhook.certs_cli import main_certs
 
 # What the API server sends at most (its request limit is 3 MiB); the review wraps it.
 MAX_OBJECT_BYTES = 3 * 1024 * 1024 - 64 * 1024

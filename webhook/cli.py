@@ -16,7 +16,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import cast
 
-from trussium_operator.certs.cli import add_certs_commands
 from trussium_operator.cmdline.addresses import split_address
 from trussium_operator.cmdline.limits import (
     DEFAULT_BODY_TIMEOUT_SECONDS,
@@ -41,6 +40,7 @@ from trussium_operator.cmdline.options import (
     list_environment,
 )
 from trussium_operator.cmdline.secure_metrics import add_metrics_flags, metrics_options
+from trussium_operator.webhook.certs_cli import add_certs_commands
 from trussium_operator.webhook.offline import add_validate_command
 
 PROGRAM = "trussium-webhook"

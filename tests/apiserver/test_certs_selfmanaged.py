@@ -19,10 +19,10 @@ from kubernetes_asyncio import client
 
 from devcluster import ControlPlane
 from trussium_operator.certs.authority import decode_certificates, is_issued_by
-from trussium_operator.certs.cli import main_certs
 from trussium_operator.certs.inject import inject_ca_bundle
 from trussium_operator.certs.rotation import rotate, serving_secret_data
 from trussium_operator.certs.selfmanaged import SelfManaged
+from trussium_operator.webhook.certs_cli import main_certs
 
 pytestmark = pytest.mark.api
 

@@ -15,7 +15,6 @@ from kubernetes_asyncio import client
 from prometheus_client import CollectorRegistry, Gauge
 
 from devcluster.layout import free_port
-from trussium_operator.certs.cli import main_certs
 from trussium_operator.cmdline.health import metrics_app, serve
 from trussium_operator.cmdline.listener import ConnectionMetrics
 from trussium_operator.cmdline.metrics_auth import (
@@ -33,6 +32,7 @@ from trussium_operator.cmdline.metrics_auth import (
     User,
 )
 from trussium_operator.cmdline.secure_metrics import MetricsOptions, metrics_endpoint
+from trussium_operator.webhook.certs_cli import main_certs
 
 AppClient = Callable[[web.Application], Awaitable[TestClient[web.Request, web.Application]]]
 READER = User("system:serviceaccount:monitoring:prometheus", groups=("system:serviceaccounts",))

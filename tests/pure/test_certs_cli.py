@@ -11,7 +11,7 @@ from cryptography import x509
 from cryptography.x509.verification import PolicyBuilder, Store
 
 from trussium_operator.certs.authority import decode_certificates
-from trussium_operator.certs.cli import main_certs
+from trussium_operator.webhook.certs_cli import main_certs
 
 
 def verify_for_loopback(folder: Path) -> x509.Certificate:

@@ -1,10 +1,12 @@
 """The import structure, every package: each may import only the packages below it.
 
-Product code (`common`, `cmdline`, `certs`, `webhook`, `controller`) never imports
+Product code (`common`, `certs`, `cmdline`, `webhook`, `controller`) never imports
 the tests, the local control plane (`devcluster`) or the build scripts (`hack`);
-the generic controller machinery (`controller.machinery`) imports neither the
-Trussium layer above it nor `common`, so it could serve another kind unchanged;
-`hack` may use `devcluster`, never `tests`. Imports inside functions count too.
+`certs` is a library on `common` alone; the generic controller machinery
+(`controller.machinery`) imports neither the Trussium layer above it nor `common`,
+so it could serve another kind unchanged; `hack` may use `devcluster`, never
+`tests`. Imports inside functions count too, and the installed spelling
+(`trussium_operator.common...`) is the same package as the folder (`common...`).
 """
 
 import ast
@@ -13,15 +15,16 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PRODUCT = {"common", "cmdline", "certs", "webhook", "controller", "controller.machinery"}
+DISTRIBUTION = "trussium_operator"
+PRODUCT = {"common", "certs", "cmdline", "webhook", "controller", "controller.machinery"}
 # Most specific first: a module belongs to the first package its name starts with.
 ALLOWED: dict[str, set[str]] = {
     "common": set(),
-    "cmdline": {"common"},
-    "certs": {"common", "cmdline"},
-    "webhook": {"common", "cmdline", "certs"},
+    "certs": {"common"},
+    "cmdline": {"common", "certs"},
+    "webhook": {"common", "certs", "cmdline"},
     "controller.machinery": set(),
-    "controller": {"common", "cmdline", "certs", "controller.machinery"},
+    "controller": {"common", "certs", "cmdline", "controller.machinery"},
     "devcluster": PRODUCT,
     "hack": PRODUCT | {"devcluster"},
     "tests": PRODUCT | {"devcluster", "hack"},
@@ -29,6 +32,8 @@ ALLOWED: dict[str, set[str]] = {
 
 
 def package_of(module: str) -> str | None:
+    """The package of a module, under either spelling; None outside the repository."""
+    module = module.removeprefix(f"{DISTRIBUTION}.")
     for package in ALLOWED:
         if module == package or module.startswith(f"{package}."):
             return package
@@ -47,6 +52,16 @@ def imported_modules(source: str) -> list[tuple[int, str]]:
     return found
 
 
+def forbidden(package: str, source: str) -> list[tuple[int, str]]:
+    """The imports of `source`, a module of `package`, that its rule forbids."""
+    return [
+        (line, imported)
+        for line, imported in imported_modules(source)
+        if (target := package_of(imported)) not in (None, package)
+        and target not in ALLOWED[package]
+    ]
+
+
 def violations(package: str) -> list[str]:
     folder = ROOT.joinpath(*package.split("."))
     found = []
@@ -54,16 +69,32 @@ def violations(package: str) -> list[str]:
         module = ".".join(path.relative_to(ROOT).with_suffix("").parts)
         if package_of(module) != package:
             continue  # a subpackage with rules of its own
-        for line, imported in imported_modules(path.read_text()):
-            target = package_of(imported)
-            if target not in (None, package) and target not in ALLOWED[package]:
-                found.append(f"{path.relative_to(ROOT)}:{line} imports {imported}")
+        for line, imported in forbidden(package, path.read_text()):
+            found.append(f"{path.relative_to(ROOT)}:{line} imports {imported}")
     return found
 
 
 @pytest.mark.parametrize("package", list(ALLOWED))
 def test_package_imports_only_the_packages_below_it(package: str) -> None:
     assert violations(package) == []
+
+
+@pytest.mark.parametrize(
+    ("package", "source", "flagged"),
+    [
+        ("common", "from trussium_operator.webhook.app import x\n", True),
+        ("common", "from trussium_operator import controller\n", True),
+        ("certs", "import trussium_operator.cmdline.options\n", True),
+        ("controller.machinery", "from trussium_operator.common import api\n", True),
+        ("cmdline", "from trussium_operator.certs.reload import ReloadingTLS\n", False),
+        ("webhook", "from trussium_operator.common.api import TrussiumRuntime\n", False),
+        ("common", "import json\nfrom pydantic import BaseModel\n", False),
+    ],
+)
+def test_a_planted_import_is_judged_under_the_installed_spelling(
+    package: str, source: str, flagged: bool
+) -> None:
+    assert bool(forbidden(package, source)) is flagged
 
 
 def test_an_import_inside_a_function_is_seen_in_both_spellings() -> None:

@@ -24,7 +24,7 @@ from devcluster.polling import wait_for
 from hack import attacks
 from hack.bench_attacks import MEMORY_LIMIT_MIB, PeakRss
 from hack.bench_webhook import review_body, start_server, wait_ready
-from trussium_operator.certs.cli import main_certs
+from trussium_operator.webhook.certs_cli import main_certs
 
 RSS_BOUND_MIB = MEMORY_LIMIT_MIB * 0.6
 LEGIT_REVIEWS = 40
