@@ -2,12 +2,14 @@
 
 from trussium_operator.common.api import TrussiumRuntimeSpec
 
+CREDENTIALS_PATH = "spec.provider.credentialsSecretRef.name"
+
 
 def referenced_secret_paths(spec: TrussiumRuntimeSpec) -> dict[str, str]:
     """Each referenced Secret name with the field path of its first reference, sorted by name."""
     paths: dict[str, str] = {}
     if spec.provider.credentials_secret_ref is not None:
-        paths[spec.provider.credentials_secret_ref.name] = "spec.provider.credentialsSecretRef.name"
+        paths[spec.provider.credentials_secret_ref.name] = CREDENTIALS_PATH
     for index, ref in enumerate(spec.image_pull_secrets or ()):
         paths.setdefault(ref.name, f"spec.imagePullSecrets[{index}].name")
     return dict(sorted(paths.items()))
