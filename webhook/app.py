@@ -54,8 +54,9 @@ from trussium_operator.webhook.secret_access import SecretAccess
 
 # Well inside the API server's 5 s budget: a slow lookup only costs a warning.
 SECRET_LOOKUP_TIMEOUT_SECONDS = 1.0
-# Each access review of a referenced Secret (they run at once): a request the API
-# server does not answer in time is refused, and leaves time to answer within 5 s.
+# Each access review of a referenced Secret (a request's run at once): one the API
+# server does not answer in time refuses the request, still within the hooks' 5 s
+# (with the missing-Secret lookup's 1 s before it).
 SECRET_ACCESS_TIMEOUT_SECONDS = 2.0
 INTERNAL_ERROR = "internal error in the trussium webhook; see its logs"
 # Bytes read at a time: the listener's buffer, since aiohttp reads ahead

@@ -114,6 +114,16 @@ async def test_each_secret_is_asked_once_and_all_at_once(
     }
 
 
+async def test_a_request_asks_at_most_one_review_per_secret_it_may_reference(
+    checking: Client, reviews: Reviews
+) -> None:
+    """Pull secrets beyond their bound (20) are refused, and never asked about."""
+    pulls = [{"name": f"pull-{i:03}"} for i in range(500)]
+    result = await post(checking, review(runtime(**WITH_KEY, imagePullSecrets=pulls)))
+    assert "spec.imagePullSecrets" in causes(result)
+    assert len(reviews.asked) == 21
+
+
 async def test_the_operator_and_unchanged_references_are_not_asked_about(
     checking: Client, reviews: Reviews
 ) -> None:
