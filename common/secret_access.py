@@ -79,12 +79,12 @@ def may_not_read(path: str, username: str, namespace: str, name: str) -> FieldEr
 
 
 def unchecked_message(names: list[str], username: str, namespace: str) -> str:
-    """Why a request is refused when the API server did not answer the access reviews of
-    `names`: nothing is admitted that could not be checked."""
+    """Why a request is refused when the access reviews of `names` failed or timed out:
+    nothing is admitted that could not be checked."""
     secrets = ", ".join(_secret(namespace, name) for name in names)
     plural = "s" if len(names) > 1 else ""
     return (
         f"cannot check whether user {_quoted(username)} may get Secret{plural} {secrets}: "
-        f"the API server did not answer the access review; {NEEDS_READ}, and the webhook "
+        f"the access review failed or timed out; {NEEDS_READ}, and the webhook "
         "admits no reference it cannot check; try again"
     )

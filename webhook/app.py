@@ -178,7 +178,7 @@ class Hooks:
         self, request: AdmissionRequest, result: ValidationResult
     ) -> tuple[tuple[FieldError, ...], list[str]]:
         """The references to Secrets the requester may not get, and the Secrets whose
-        access review got no answer (ADR 0034); all reviews run at once, each bounded
+        access review failed or timed out (ADR 0034); all reviews run at once, each bounded
         by the timeout."""
         access = self.settings.secret_access
         spec = result.parsed.model if result.parsed else None
