@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from trussium_operator.common.json_limits import MAX_DEPTH, json_problem
+from trussium_operator.common.json_limits import MAX_DEPTH, cut, json_problem
 
 ADMISSION_API_VERSION = "admission.k8s.io/v1"
 ADMISSION_KIND = "AdmissionReview"
@@ -46,6 +46,17 @@ class GroupVersionKind:
 
 
 @dataclass(frozen=True)
+class UserInfo:
+    """Who sent the request, as the API server authenticated them: what an access
+    review asks about on their behalf."""
+
+    username: str = ""
+    uid: str = ""
+    groups: tuple[str, ...] = ()
+    extra: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+
+@dataclass(frozen=True)
 class AdmissionRequest:
     """The fields of an AdmissionReview request the hooks decide on."""
 
@@ -54,10 +65,14 @@ class AdmissionRequest:
     operation: str
     namespace: str
     name: str
-    username: str
+    user: UserInfo
     object: dict[str, Any] | None
     old_object: dict[str, Any] | None
     dry_run: bool
+
+    @property
+    def username(self) -> str:
+        return self.user.username
 
     @property
     def object_name(self) -> str:
@@ -121,7 +136,7 @@ def decode_review(body: bytes) -> AdmissionRequest:
         operation=_optional_str(request, "operation", uid),
         namespace=_optional_str(request, "namespace", uid),
         name=_optional_str(request, "name", uid),
-        username=_decode_username(request.get("userInfo"), uid),
+        user=_decode_user(request.get("userInfo"), uid),
         object=_optional_object(request, "object", uid),
         old_object=_optional_object(request, "oldObject", uid),
         dry_run=request.get("dryRun") is True,
@@ -229,15 +244,40 @@ def _decode_kind(value: object, uid: str) -> GroupVersionKind:
     return GroupVersionKind(group, version, kind)
 
 
-def _decode_username(value: object, uid: str) -> str:
+def _decode_user(value: object, uid: str) -> UserInfo:
     if value is None:
-        return ""
-    username = value.get("username", "") if isinstance(value, dict) else None
-    if not isinstance(username, str):
+        return UserInfo()
+    if not isinstance(value, dict):
+        raise AdmissionDecodeError("AdmissionReview request.userInfo must be an object", uid)
+    username, user_uid = value.get("username", ""), value.get("uid", "")
+    for key, text in (("username", username), ("uid", user_uid)):
+        if not isinstance(text, str):
+            raise AdmissionDecodeError(
+                f"AdmissionReview request.userInfo.{key} must be a string", uid
+            )
+    extra = value.get("extra")
+    extra = {} if extra is None else extra
+    if not isinstance(extra, dict):
+        raise AdmissionDecodeError("AdmissionReview request.userInfo.extra must be an object", uid)
+    return UserInfo(
+        username=username,
+        uid=user_uid,
+        groups=_strings(value.get("groups"), "userInfo.groups", uid),
+        extra=tuple(
+            (key, _strings(values, f"userInfo.extra[{key}]", uid))
+            for key, values in sorted(extra.items())
+        ),
+    )
+
+
+def _strings(value: object, field: str, uid: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
         raise AdmissionDecodeError(
-            "AdmissionReview request.userInfo.username must be a string", uid
+            f"AdmissionReview request.{cut(field)} must be a list of strings", uid
         )
-    return username
+    return tuple(value)
 
 
 def _optional_str(request: Mapping[str, Any], key: str, uid: str) -> str:

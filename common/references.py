@@ -2,12 +2,14 @@
 
 from trussium_operator.common.api import TrussiumRuntimeSpec
 
+CREDENTIALS_PATH = "spec.provider.credentialsSecretRef.name"
+
 
 def referenced_secret_paths(spec: TrussiumRuntimeSpec) -> dict[str, str]:
     """Each referenced Secret name with the field path of its first reference, sorted by name."""
     paths: dict[str, str] = {}
     if spec.provider.credentials_secret_ref is not None:
-        paths[spec.provider.credentials_secret_ref.name] = "spec.provider.credentialsSecretRef.name"
+        paths[spec.provider.credentials_secret_ref.name] = CREDENTIALS_PATH
     reranking = spec.reranking.credentials_secret_ref if spec.reranking else None
     if reranking is not None:
         paths.setdefault(reranking.name, "spec.reranking.credentialsSecretRef.name")

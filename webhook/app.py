@@ -45,7 +45,9 @@ from trussium_operator.common.decode_cost import (
 from trussium_operator.common.defaulting import spec_patch
 from trussium_operator.common.guard import review_managed_deployment_update
 from trussium_operator.common.json_limits import cut
+from trussium_operator.common.k8s_validation import FieldError
 from trussium_operator.common.parsing import over_bounds
+from trussium_operator.common.secret_access import may_not_read, secrets_to_check, unchecked_message
 from trussium_operator.common.validation import (
     ValidationResult,
     ratchet,
@@ -54,9 +56,14 @@ from trussium_operator.common.validation import (
 )
 from trussium_operator.webhook.budget import MemoryBudget, OverBudgetError, Reservation
 from trussium_operator.webhook.metrics import WebhookMetrics
+from trussium_operator.webhook.secret_access import SecretAccess
 
 # Well inside the API server's 5 s budget: a slow lookup only costs a warning.
 SECRET_LOOKUP_TIMEOUT_SECONDS = 1.0
+# Each access review of a referenced Secret (a request's run at once): one the API
+# server does not answer in time refuses the request, still within the hooks' 5 s
+# (with the missing-Secret lookup's 1 s before it).
+SECRET_ACCESS_TIMEOUT_SECONDS = 2.0
 INTERNAL_ERROR = "internal error in the trussium webhook; see its logs"
 # Bytes read at a time: the listener's buffer, since aiohttp reads ahead
 # twice what the handler asks for, outside any reservation.
@@ -77,6 +84,10 @@ class AdmissionSettings:
     # Names of the Secrets in a namespace (metadata only); None: no missing-Secret warning.
     secret_names: SecretNames | None = None
     secret_lookup_timeout: float = SECRET_LOOKUP_TIMEOUT_SECONDS
+    # Whether a user may get a Secret (SubjectAccessReview); None: references are not
+    # authorized (--no-authorize-secret-references).
+    secret_access: SecretAccess | None = None
+    secret_access_timeout: float = SECRET_ACCESS_TIMEOUT_SECONDS
     # Shared by every request this app serves: what its body will cost decoded,
     # estimated at least (beyond its first SMALL_REQUEST_BYTES) while it is
     # read, then from its contents (beyond SMALL_REVIEW_DECODED_BYTES).
@@ -132,15 +143,25 @@ class Hooks:
             result = with_missing_secrets(result, existing)
         if request.operation == "UPDATE":
             result = ratchet(result, request.old_object)
-        if result.allowed:
-            return admission.allowed(request.uid, warnings=result.warnings)
-        return admission.invalid(
-            request.uid,
-            kind=request.kind,
-            name=request.object_name,
-            causes=result.errors,
-            warnings=result.warnings,
-        )
+        unreadable, unchecked = await self._secret_access(request, result)
+        errors = result.errors + unreadable
+        if errors:
+            return admission.invalid(
+                request.uid,
+                kind=request.kind,
+                name=request.object_name,
+                causes=errors,
+                warnings=result.warnings,
+            )
+        if unchecked:
+            return admission.denied(
+                request.uid,
+                unchecked_message(unchecked, request.username, request.namespace),
+                code=503,
+                reason="ServiceUnavailable",
+                warnings=result.warnings,
+            )
+        return admission.allowed(request.uid, warnings=result.warnings)
 
     async def validate_managed_deployment(self, request: AdmissionRequest) -> Answer:
         if request.operation != "UPDATE":
@@ -160,6 +181,49 @@ class Hooks:
         if verdict.allowed:
             return admission.allowed(request.uid)
         return admission.denied(request.uid, verdict.message)
+
+    async def _secret_access(
+        self, request: AdmissionRequest, result: ValidationResult
+    ) -> tuple[tuple[FieldError, ...], list[str]]:
+        """The references to Secrets the requester may not get, and the Secrets whose
+        access review failed or timed out (ADR 0034); all reviews run at once, each bounded
+        by the timeout."""
+        access = self.settings.secret_access
+        spec = result.parsed.model if result.parsed else None
+        if access is None or spec is None:
+            return (), []
+        checks = secrets_to_check(
+            spec,
+            request.old_object if request.operation == "UPDATE" else None,
+            requester=request.username,
+            operator=self.settings.operator_username,
+        )
+
+        async def may_get(name: str) -> bool | None:
+            try:
+                async with asyncio.timeout(self.settings.secret_access_timeout):
+                    return await access(request.user, request.namespace, name)
+            except Exception as error:  # refused below: nothing unchecked is admitted
+                log.warning(
+                    "cannot review access to a referenced Secret; refusing the request",
+                    extra={
+                        "fields": {
+                            "namespace": request.namespace,
+                            "secret": name,
+                            "error": _failure(error),
+                        }
+                    },
+                )
+                return None
+
+        answers = await asyncio.gather(*map(may_get, checks))
+        unreadable = tuple(
+            may_not_read(path, request.username, request.namespace, name)
+            for (name, path), allowed in zip(checks.items(), answers, strict=True)
+            if allowed is False
+        )
+        unchecked = [name for name, allowed in zip(checks, answers, strict=True) if allowed is None]
+        return unreadable, unchecked
 
     async def _existing_secrets(
         self, namespace: str, result: ValidationResult
@@ -181,6 +245,13 @@ class Hooks:
                 extra={"fields": {"namespace": namespace, "error": type(error).__name__}},
             )
             return None
+
+
+def _failure(error: Exception) -> str:
+    """The kind of a failed call for the log, with the API server's status when it gave
+    one; never the message, which could quote the request."""
+    status = getattr(error, "status", None)
+    return f"{type(error).__name__} {status}" if isinstance(status, int) else type(error).__name__
 
 
 def _runtime_problem(request: AdmissionRequest) -> Answer | None:

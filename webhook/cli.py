@@ -133,6 +133,14 @@ def _add_serve_command(subparsers: "argparse._SubParsersAction[argparse.Argument
         help="warn when a runtime references a Secret that does not exist yet (needs RBAC to "
         "list Secrets in the served namespaces; the controller reports it in status anyway)",
     )
+    serve_parser.add_argument(
+        "--authorize-secret-references",
+        action=argparse.BooleanOptionalAction,
+        default=env_bool("--authorize-secret-references", True),
+        help="refuse a runtime that references a Secret its requester may not get, on "
+        "create and when a reference or the provider's baseURL changes (a "
+        "SubjectAccessReview each; needs `create subjectaccessreviews`)",
+    )
     add(
         "--shutdown-delay",
         type=float,
@@ -188,6 +196,7 @@ def _serve(args: argparse.Namespace) -> int:
         ),
         body_timeout=args.body_timeout,
         secret_lookup=args.secret_lookup,
+        authorize_secret_references=args.authorize_secret_references,
         shutdown_delay=args.shutdown_delay,
         shutdown_timeout=args.shutdown_timeout,
     )

@@ -32,12 +32,13 @@ from trussium_operator.cmdline.limits import (
     ConnectionLimits,
 )
 from trussium_operator.cmdline.listener import Listener, listen
-from trussium_operator.cmdline.options import ConfigurationError
+from trussium_operator.cmdline.options import ConfigurationError, env_name
 from trussium_operator.cmdline.secure_metrics import MetricsOptions, metrics_endpoint
 from trussium_operator.cmdline.stopping import stop_on_signals, until_stopped
 from trussium_operator.webhook.app import AdmissionSettings, create_admission_app, create_health_app
 from trussium_operator.webhook.budget import MemoryBudget
 from trussium_operator.webhook.metrics import WebhookMetrics
+from trussium_operator.webhook.secret_access import secret_access_reviewer
 from trussium_operator.webhook.secret_names import secret_names_lister
 
 log = logging.getLogger(__name__)
@@ -59,6 +60,8 @@ class ServeOptions:
     body_timeout: float = DEFAULT_BODY_TIMEOUT_SECONDS
     # Warn about referenced Secrets that do not exist (needs `list secrets`).
     secret_lookup: bool = False
+    # Refuse references to Secrets the requester may not get (SubjectAccessReview).
+    authorize_secret_references: bool = True
     shutdown_delay: float = 5.0
     shutdown_timeout: float = 20.0
     tls_poll_seconds: float = 5.0
@@ -79,10 +82,17 @@ async def serve(options: ServeOptions, stop: asyncio.Event | None = None) -> Non
     stop = stop or stop_on_signals()
     metrics = WebhookMetrics()
     state = _State()
-    # Only the opt-in missing-Secret warning and the metrics' access reviews talk to
-    # the API server.
+    # Only the access reviews (of Secret references, of metrics scrapers) and the opt-in
+    # missing-Secret warning talk to the API server.
     reviews = options.metrics.secure and options.metrics.address != DISABLED
-    api_client = await _api_client(options.kubeconfig) if options.secret_lookup or reviews else None
+    needs_api = options.secret_lookup or options.authorize_secret_references or reviews
+    api_client = await _api_client(options.kubeconfig) if needs_api else None
+    if api_client is None and options.authorize_secret_references:
+        raise ConfigurationError(
+            "authorizing Secret references needs the API server (SubjectAccessReview): give "
+            "a kubeconfig, or set --no-authorize-secret-references "
+            f"({env_name('--authorize-secret-references')}=false)"
+        )
     endpoint = metrics_endpoint(options.metrics, metrics.registry, lambda: api_client)
     health = await start_site(
         create_health_app(state.ready),
@@ -115,6 +125,11 @@ async def serve(options: ServeOptions, stop: asyncio.Event | None = None) -> Non
             budget=MemoryBudget(options.memory_budget_bytes, options.budget_wait),
             secret_names=(
                 secret_names_lister(api_client) if api_client and options.secret_lookup else None
+            ),
+            secret_access=(
+                secret_access_reviewer(api_client)
+                if api_client and options.authorize_secret_references
+                else None
             ),
         )
         admission_runner = await start_site(

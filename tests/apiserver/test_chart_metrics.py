@@ -125,6 +125,17 @@ def test_plain_http_only_when_asked_for(plane: ControlPlane, namespace: str) -> 
     assert not {"tlsConfig", "bearerTokenFile", "authorization"} & endpoint.keys()
     assert not [o for o in objects if o["metadata"]["name"] == f"{name}-access-reviews"]
     webhook_pod = find(objects, "Deployment", f"{name}-webhook")["spec"]["template"]["spec"]
+    assert webhook_pod["automountServiceAccountToken"] is True, "Secret references' reviews"
+    unreviewed = render(
+        plane,
+        release,
+        namespace,
+        "--set",
+        "metrics.secure=false",
+        "--set",
+        "webhook.authorizeSecretReferences=false",
+    )
+    webhook_pod = find(unreviewed, "Deployment", f"{name}-webhook")["spec"]["template"]["spec"]
     assert webhook_pod["automountServiceAccountToken"] is False, "it calls no API then"
 
 

@@ -319,6 +319,22 @@ def test_rbac_is_the_contract_and_nothing_more(plane: ControlPlane, namespace: s
         {"apiGroups": [""], "resources": ["secrets"], "verbs": ["list"]}
     ]
     assert "--secret-lookup" in container(find(looking_up, "Deployment", f"{name}-webhook"))["args"]
+    # Secret references are authorized for their requester (ADR 0034): one review each.
+    assert find(objects, "ClusterRole", f"{name}-webhook-secret-references")["rules"] == [
+        {
+            "apiGroups": ["authorization.k8s.io"],
+            "resources": ["subjectaccessreviews"],
+            "verbs": ["create"],
+        }
+    ]
+    unchecked = render(
+        plane, release, namespace, "--set", "webhook.authorizeSecretReferences=false"
+    )
+    assert not [o for o in unchecked if o["metadata"]["name"].endswith("-secret-references")]
+    assert (
+        "--no-authorize-secret-references"
+        in (container(find(unchecked, "Deployment", f"{name}-webhook"))["args"])
+    )
     assert find(objects, "ClusterRole", f"{name}-controller-webhook-ca-injection")["rules"] == [
         {
             "apiGroups": ["admissionregistration.k8s.io"],
@@ -361,7 +377,10 @@ def test_watch_namespace_turns_every_cluster_grant_into_a_role(
     access = [f"{name}-trussiumruntime-{role}" for role in ("admin", "editor", "viewer")]
     metrics = [f"{name}-access-reviews", f"{name}-metrics-viewer"]
     injection = f"{name}-controller-webhook-ca-injection"
-    assert sorted(cluster_roles) == sorted([injection, lease_reader, *access, *metrics])
+    secret_references = f"{name}-webhook-secret-references"
+    assert sorted(cluster_roles) == sorted(
+        [injection, lease_reader, *access, *metrics, secret_references]
+    )
     assert find(objects, "ClusterRole", lease_reader)["rules"] == [
         {
             "apiGroups": ["coordination.k8s.io"],

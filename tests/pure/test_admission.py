@@ -41,6 +41,23 @@ def test_decodes_a_request() -> None:
     assert request.old_object == {"a": 1}
 
 
+def test_decodes_the_whole_user_for_access_reviews_on_their_behalf() -> None:
+    user = {
+        "username": "alice",
+        "uid": "a-1",
+        "groups": ["team-a", "system:authenticated"],
+        "extra": {"scopes": ["b", "a"], "authentication.kubernetes.io/pod-name": ["p"]},
+    }
+    request = admission.decode_review(review(userInfo=user))
+    assert request.user == admission.UserInfo(
+        username="alice",
+        uid="a-1",
+        groups=("team-a", "system:authenticated"),
+        extra=(("authentication.kubernetes.io/pod-name", ("p",)), ("scopes", ("b", "a"))),
+    )
+    assert admission.decode_review(review(userInfo=None)).user == admission.UserInfo()
+
+
 def test_generated_name_is_displayed_as_such() -> None:
     request = admission.decode_review(review(name=None, object={"metadata": {}}))
     assert request.display_name == "team-a/<generated>"
@@ -79,6 +96,11 @@ def test_unusable_bodies_are_explained(body: bytes, message: str, uid: str | Non
         ("kind", {"version": "v1"}, "must name a kind"),
         ("object", [1], "request.object must be an object"),
         ("userInfo", {"username": 3}, "username must be a string"),
+        ("userInfo", "alice", "userInfo must be an object"),
+        ("userInfo", {"uid": 3}, "userInfo.uid must be a string"),
+        ("userInfo", {"groups": "team-a"}, "userInfo.groups must be a list of strings"),
+        ("userInfo", {"extra": {"k": [1]}}, r"userInfo.extra\[k\] must be a list of strings"),
+        ("userInfo", {"extra": []}, "userInfo.extra must be an object"),
         ("namespace", 7, "request.namespace must be a string"),
     ],
 )

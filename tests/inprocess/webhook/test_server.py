@@ -48,6 +48,7 @@ async def serving(cert_dir: Path, shutdown_delay: float) -> Serving:
         health_bind_address=f"127.0.0.1:{health_port}",
         metrics=MetricsOptions("0"),
         cert_dir=cert_dir,
+        authorize_secret_references=False,  # no API server here
         shutdown_delay=shutdown_delay,
         body_timeout=3,
     )
