@@ -757,7 +757,7 @@ def test_self_managed_certificates_come_from_the_controller_and_no_key_is_logged
 def test_the_3_mb_affinity_attack_is_refused_before_it_is_decoded(
     kubectl: Kubectl, reviewed_namespace: str, webhook: RunningWebhook
 ) -> None:
-    """Issue 22: a runtime of 1,000 nodeSelectorTerms x 60 expressions (about 3 MB, valid
+    """A runtime of 1,000 nodeSelectorTerms x 60 expressions (about 3 MB, valid
     under the Go CRD) cost 2.3 s of blocked event loop in a dry run. Its 300,000 JSON
     values are estimated at 58 MiB decoded, more than the webhook's memory budget, so
     the mutating hook answers 413 before decoding it (ADR 0037) and the API server

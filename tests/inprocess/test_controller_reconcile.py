@@ -404,7 +404,7 @@ async def test_an_idle_controller_reconciles_on_noise_but_writes_nothing(
 
 
 async def test_each_reconcile_parses_its_runtime_once(running: Running) -> None:
-    """Issue 12's count: one parse per reconcile, whether its runtime version is new
+    """One parse per reconcile, whether its runtime version is new
     (validated, the verdict carrying the parse) or known valid (parsed only); a new
     spec costs one more parse where the cache indexes its Secret references."""
     fake = running.fake
