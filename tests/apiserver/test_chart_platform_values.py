@@ -84,7 +84,7 @@ def test_defaults_a_platform_team_expects(plane: ControlPlane, namespace: str) -
     assert crd["metadata"]["labels"]["app.kubernetes.io/instance"] == release
 
 
-def test_platform_values_render_where_expected_and_areaccepted(
+def test_platform_values_render_where_expected_and_are_accepted(
     plane: ControlPlane, namespace: str, tmp_path: Path
 ) -> None:
     release = release_name()

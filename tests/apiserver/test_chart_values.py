@@ -124,7 +124,7 @@ def _hooks(objects: list[dict[str, Any]], name: str) -> dict[str, dict[str, Any]
     }
 
 
-def test_escape_hatches_render_where_expected_and_areaccepted(
+def test_escape_hatches_render_where_expected_and_are_accepted(
     plane: ControlPlane, namespace: str, tmp_path: Path
 ) -> None:
     release = release_name()
