@@ -26,6 +26,7 @@ HOST_FLAGS = (
     "--metrics-bind-address",
     "--health-probe-bind-address",
     "--cert-dir",
+    "--metrics-cert-path",
 )
 
 
@@ -34,6 +35,11 @@ def chart_args(deployment: dict[str, Any]) -> list[str]:
     main = container(deployment)
     args: list[str] = [*main["command"][1:], *main["args"]]
     return [a for a in args if a.split("=", 1)[0] not in HOST_FLAGS]
+
+
+def _has_flag(deployment: dict[str, Any], flag: str) -> bool:
+    main = container(deployment)
+    return any(a.split("=", 1)[0] == flag for a in [*main["command"], *main["args"]])
 
 
 def provided_certificate(work: Path, secret: str) -> list[str]:
@@ -142,6 +148,16 @@ def running_chart_programs(
     }
     webhook_argv = chart_args(deployments["webhook"])
     controller_argv = chart_args(deployments["controller"])
+    # Both programs serve the webhook's certificate on /metrics (ADR 0039), from the
+    # kubelet's optional volume: the folder exists, empty until the certificates do.
+    certs = work / CERT_DIR
+    certs.mkdir(parents=True, exist_ok=True)
+    for deployment, argv in (
+        (deployments["webhook"], webhook_argv),
+        (deployments["controller"], controller_argv),
+    ):
+        if _has_flag(deployment, "--metrics-cert-path"):
+            argv.append(f"--metrics-cert-path={certs}")
     # selfManaged (ADR 0029): the controller keeps the webhook's certificates, for the
     # host webhook at 127.0.0.1, and the kubelet's part is SecretMount's.
     self_managed = "--webhook-certificates" in controller_argv
