@@ -189,4 +189,4 @@ def test_an_orphan_with_the_runtimes_labels_is_adopted(
         assert [r["uid"] for r in adopted["metadata"]["ownerReferences"]] == [
             runtime["metadata"]["uid"]
         ]
-        assert adopted["data"]["TRUSSIUM_PROVIDER__NAME"] == "openai"
+        assert adopted["data"]["TRUSSIUM_PROVIDER__NAME"] == "ollama"
