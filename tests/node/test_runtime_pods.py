@@ -93,7 +93,7 @@ def test_a_minimal_runtime_runs_confined_and_becomes_ready_through_its_probes(
     assert status["Seccomp"] == "2"  # RuntimeDefault: a seccomp filter
     assert "ro" in root_mount_options(pid)  # readOnlyRootFilesystem
     config = served_config(plane, pod)
-    assert config["provider"] == "openai"
+    assert config["provider"] == "ollama"
     assert config["port"] == 9000
     assert config["gracefulShutdownSeconds"] == 1
     # The API server reaches the kubelet (logs), as `kubectl logs` users expect.
