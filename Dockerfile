@@ -21,6 +21,8 @@ COPY webhook ./webhook
 COPY controller ./controller
 COPY certs ./certs
 COPY cmdline ./cmdline
+COPY serving ./serving
+COPY offline ./offline
 # The project's wheel plus a wheel for every dependency, so the final stage
 # installs offline from /wheels and never needs a build tool. The dependencies
 # are the locked ones, each checked against its hashes (requirements.lock).

@@ -3,7 +3,7 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-SRC := common webhook controller certs cmdline devcluster tests hack
+SRC := common webhook controller certs cmdline serving offline devcluster tests hack
 DIST ?= dist
 
 .PHONY: test venv lock host components node-components image lint typecheck pytest test-k8s oldest-k8s unit e2e-node demo cluster crd bundle release-artifacts clean

@@ -1,4 +1,4 @@
-"""The shell both programs share: flags from the environment, `--version`, one-line
-configuration errors, the manifest reader of the offline commands, the structured
-log lines and their setup, and for the servers bind addresses, health and metrics
-endpoints, the API client, metadata-only Accept headers and stopping on a signal."""
+"""The command-line shell both programs share: flags from the environment,
+`--version`, one-line configuration errors, the structured log lines, where the
+API server and credentials are found, metadata-only Accept headers and stopping
+on a signal."""

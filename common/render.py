@@ -3,7 +3,7 @@
 Each manifest holds only the fields the operator owns, so server-side apply
 neither fights Kubernetes' defaults nor other field managers. Which kinds are
 rendered, in which order and when, is the controller's registry of managed
-kinds (`controller/kinds.py`).
+kinds (`controller/runtime/kinds.py`).
 """
 
 import hashlib

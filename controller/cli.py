@@ -19,8 +19,6 @@ from typing import cast
 
 from prometheus_client import disable_created_metrics
 
-from trussium_operator.cmdline.addresses import split_address
-from trussium_operator.cmdline.health import DISABLED
 from trussium_operator.cmdline.kubeconfig import new_api_client
 from trussium_operator.cmdline.logs import configure_logging
 from trussium_operator.cmdline.options import (
@@ -37,17 +35,19 @@ from trussium_operator.cmdline.options import (
     list_environment,
     package_version,
 )
-from trussium_operator.cmdline.secure_metrics import add_metrics_flags, metrics_options
 from trussium_operator.cmdline.stopping import stop_on_signals
 from trussium_operator.common import constants as c
 from trussium_operator.common.managed_fields import GO_OPERATOR_MANAGER
-from trussium_operator.controller.exclusion import GO_OPERATOR_LEASE_NAME, LeaseSearch
 from trussium_operator.controller.machinery.kube import Kube
 from trussium_operator.controller.machinery.leader import Timing
 from trussium_operator.controller.machinery.tokenbucket import TokenBucket
 from trussium_operator.controller.manager import Manager, Options
-from trussium_operator.controller.render_cmd import add_render_arguments, run_render
+from trussium_operator.controller.migration.exclusion import GO_OPERATOR_LEASE_NAME, LeaseSearch
 from trussium_operator.controller.webhook_certificates import WebhookCertificates
+from trussium_operator.offline.render import add_render_arguments, run_render
+from trussium_operator.serving.addresses import split_address
+from trussium_operator.serving.health import DISABLED
+from trussium_operator.serving.secure_metrics import add_metrics_flags, metrics_options
 
 log = logging.getLogger("controller")
 PROGRAM = "trussium-controller"

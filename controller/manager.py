@@ -1,8 +1,8 @@
 """The controller's wiring, in one place, and its lifecycle.
 
-Read the watch table (`controller.watches.watch_table`) as controller-runtime's
+Read the watch table (`controller.runtime.watches.watch_table`) as controller-runtime's
 builder sentence: For(TrussiumRuntime, generation changed).Owns(each managed
-kind of the registry, `controller/kinds.py`).Watches(Secret metadata,
+kind of the registry, `controller/runtime/kinds.py`).Watches(Secret metadata,
 referencing runtimes).
 The manager starts one informer per entry, each filling the cache of its role.
 """
@@ -15,16 +15,10 @@ from dataclasses import dataclass, field
 
 from prometheus_client import REGISTRY
 
-from trussium_operator.cmdline.health import probes_app, serve
-from trussium_operator.cmdline.limits import DEFAULT_LIMITS, ConnectionLimits
 from trussium_operator.cmdline.metadata_only import METADATA_ONLY, METADATA_ONLY_WATCH
-from trussium_operator.cmdline.secure_metrics import MetricsOptions, metrics_endpoint
 from trussium_operator.cmdline.stopping import until_stopped as _until
 from trussium_operator.common import constants as c
 from trussium_operator.common.conditions import conditions_of, find_condition
-from trussium_operator.controller.errors import Failure, classify, retry_after
-from trussium_operator.controller.exclusion import ForeignLeaseGate, LeaseSearch
-from trussium_operator.controller.kinds import MANAGED_KINDS, ManagedKind
 from trussium_operator.controller.machinery import metrics
 from trussium_operator.controller.machinery.cache import Change
 from trussium_operator.controller.machinery.informer import Informer
@@ -37,13 +31,25 @@ from trussium_operator.controller.metrics import (
     CONTROLLER,
     QUEUE,
     register_runtime_gauge,
+    register_runtime_metrics,
 )
-from trussium_operator.controller.reconciler import LEGACY_FIELD_MANAGERS, Reconciler
-from trussium_operator.controller.recorder import Recorder
-from trussium_operator.controller.runtime_metrics import register_runtime_metrics
-from trussium_operator.controller.secret_presence import SecretPresence
-from trussium_operator.controller.watches import SECRETS_ROLE, Caches, Mapper, Watch, watch_table
+from trussium_operator.controller.migration.exclusion import ForeignLeaseGate, LeaseSearch
+from trussium_operator.controller.runtime.errors import Failure, classify, retry_after
+from trussium_operator.controller.runtime.kinds import MANAGED_KINDS, ManagedKind
+from trussium_operator.controller.runtime.reconciler import LEGACY_FIELD_MANAGERS, Reconciler
+from trussium_operator.controller.runtime.recorder import Recorder
+from trussium_operator.controller.runtime.secret_presence import SecretPresence
+from trussium_operator.controller.runtime.watches import (
+    SECRETS_ROLE,
+    Caches,
+    Mapper,
+    Watch,
+    watch_table,
+)
 from trussium_operator.controller.webhook_certificates import WebhookCertificates
+from trussium_operator.serving.health import probes_app, serve
+from trussium_operator.serving.limits import DEFAULT_LIMITS, ConnectionLimits
+from trussium_operator.serving.secure_metrics import MetricsOptions, metrics_endpoint
 
 log = logging.getLogger("controller.manager")
 # The shutdown budget (docs/operations.md): in-flight reconciles get DRAIN_SECONDS

@@ -24,7 +24,7 @@ from trussium_operator.common.api import TrussiumRuntime
 from trussium_operator.common.defaulting import apply_defaults
 from trussium_operator.common.status import Outcome, compute_status
 from trussium_operator.common.validation import validate_runtime
-from trussium_operator.controller.kinds import render_managed_objects
+from trussium_operator.controller.runtime.kinds import render_managed_objects
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "runtime-production.yaml"
 NOW = "2026-11-29T00:00:00Z"

@@ -15,8 +15,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, generate_latest
 
-from trussium_operator.common.runtime_metrics import SERIES_PER_RUNTIME
-from trussium_operator.controller.runtime_metrics import RuntimeMetrics
+from trussium_operator.controller.metrics import SERIES_PER_RUNTIME, RuntimeMetrics
 
 IMAGE = "ghcr.io/trussiumhq/trussium"
 

@@ -48,10 +48,10 @@ from trussium_operator.cmdline.kubeconfig import environment_read_once
 from trussium_operator.cmdline.metadata_only import METADATA_ONLY, METADATA_ONLY_WATCH
 from trussium_operator.common.api import TrussiumRuntime
 from trussium_operator.common.defaulting import apply_defaults
-from trussium_operator.controller.kinds import OWNED, RUNTIMES, render_managed_objects
 from trussium_operator.controller.machinery.cache import Cache, Change, Store, identity_only
 from trussium_operator.controller.machinery.informer import Informer
 from trussium_operator.controller.machinery.kube import APPLY_PATCH, JSON, SECRETS, Kube, Resource
+from trussium_operator.controller.runtime.kinds import OWNED, RUNTIMES, render_managed_objects
 
 NAMESPACE = "bench"
 FLOOR_NAMESPACE = "floor"

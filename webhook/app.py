@@ -17,16 +17,6 @@ from typing import Any
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
-from trussium_operator.cmdline.health import probes_app
-from trussium_operator.cmdline.limits import (
-    DEFAULT_BODY_TIMEOUT_SECONDS,
-    DEFAULT_BUDGET_WAIT_SECONDS,
-    DEFAULT_MAX_REQUEST_BYTES,
-    DEFAULT_MEMORY_BUDGET_BYTES,
-    SMALL_REQUEST_BYTES,
-    SMALL_REVIEW_DECODED_BYTES,
-)
-from trussium_operator.cmdline.listener import READ_BUFFER
 from trussium_operator.common import admission
 from trussium_operator.common.admission import AdmissionDecodeError, AdmissionRequest
 from trussium_operator.common.constants import (
@@ -54,6 +44,16 @@ from trussium_operator.common.validation import (
     validate_runtime,
     with_missing_secrets,
 )
+from trussium_operator.serving.health import probes_app
+from trussium_operator.serving.limits import (
+    DEFAULT_BODY_TIMEOUT_SECONDS,
+    DEFAULT_BUDGET_WAIT_SECONDS,
+    DEFAULT_MAX_REQUEST_BYTES,
+    DEFAULT_MEMORY_BUDGET_BYTES,
+    SMALL_REQUEST_BYTES,
+    SMALL_REVIEW_DECODED_BYTES,
+)
+from trussium_operator.serving.listener import READ_BUFFER
 from trussium_operator.webhook.budget import MemoryBudget, OverBudgetError, Reservation
 from trussium_operator.webhook.metrics import WebhookMetrics
 from trussium_operator.webhook.secret_access import SecretAccess

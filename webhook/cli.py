@@ -16,16 +16,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import cast
 
-from trussium_operator.cmdline.addresses import split_address
-from trussium_operator.cmdline.limits import (
-    DEFAULT_BODY_TIMEOUT_SECONDS,
-    DEFAULT_BUDGET_WAIT_SECONDS,
-    DEFAULT_LIMITS,
-    DEFAULT_MAX_REQUEST_BYTES,
-    DEFAULT_MEMORY_BUDGET_BYTES,
-    SMALL_REQUEST_BYTES,
-    ConnectionLimits,
-)
 from trussium_operator.cmdline.logs import configure_logging
 from trussium_operator.cmdline.options import (
     LOG_FORMATS,
@@ -39,9 +29,19 @@ from trussium_operator.cmdline.options import (
     fail,
     list_environment,
 )
-from trussium_operator.cmdline.secure_metrics import add_metrics_flags, metrics_options
+from trussium_operator.offline.validate import add_validate_command
+from trussium_operator.serving.addresses import split_address
+from trussium_operator.serving.limits import (
+    DEFAULT_BODY_TIMEOUT_SECONDS,
+    DEFAULT_BUDGET_WAIT_SECONDS,
+    DEFAULT_LIMITS,
+    DEFAULT_MAX_REQUEST_BYTES,
+    DEFAULT_MEMORY_BUDGET_BYTES,
+    SMALL_REQUEST_BYTES,
+    ConnectionLimits,
+)
+from trussium_operator.serving.secure_metrics import add_metrics_flags, metrics_options
 from trussium_operator.webhook.certs_cli import add_certs_commands
-from trussium_operator.webhook.offline import add_validate_command
 
 PROGRAM = "trussium-webhook"
 

@@ -27,7 +27,7 @@ from prometheus_client import (
     ProcessCollector,
 )
 
-from trussium_operator.cmdline.listener import ConnectionMetrics
+from trussium_operator.serving.listener import ConnectionMetrics
 
 # Admission budgets are at most 5 s (timeoutSeconds); resolve the fast end finely.
 _LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5)

@@ -2,7 +2,7 @@
 
 Start order: the health server first (so the kubelet sees a live process whose
 /readyz says why it is not ready yet), the metrics server
-(`cmdline/secure_metrics.py`), then the certificate material, then the
+(`serving/secure_metrics.py`), then the certificate material, then the
 HTTPS admission server. On SIGTERM /readyz turns 503, admissions are still answered
 for `shutdown_delay` seconds (while Service endpoints drop this pod), each with
 `Connection: close`, then the listener closes and in-flight admissions get
@@ -20,10 +20,12 @@ from kubernetes_asyncio import client
 
 from trussium_operator.certs.authority import CertificateError
 from trussium_operator.certs.reload import ReloadingTLS
-from trussium_operator.cmdline.addresses import split_address
-from trussium_operator.cmdline.health import DISABLED
 from trussium_operator.cmdline.kubeconfig import new_api_client
-from trussium_operator.cmdline.limits import (
+from trussium_operator.cmdline.options import ConfigurationError, env_name
+from trussium_operator.cmdline.stopping import stop_on_signals, until_stopped
+from trussium_operator.serving.addresses import split_address
+from trussium_operator.serving.health import DISABLED
+from trussium_operator.serving.limits import (
     DEFAULT_BODY_TIMEOUT_SECONDS,
     DEFAULT_BUDGET_WAIT_SECONDS,
     DEFAULT_LIMITS,
@@ -31,10 +33,8 @@ from trussium_operator.cmdline.limits import (
     DEFAULT_MEMORY_BUDGET_BYTES,
     ConnectionLimits,
 )
-from trussium_operator.cmdline.listener import Listener, listen
-from trussium_operator.cmdline.options import ConfigurationError, env_name
-from trussium_operator.cmdline.secure_metrics import MetricsOptions, metrics_endpoint
-from trussium_operator.cmdline.stopping import stop_on_signals, until_stopped
+from trussium_operator.serving.listener import Listener, listen
+from trussium_operator.serving.secure_metrics import MetricsOptions, metrics_endpoint
 from trussium_operator.webhook.app import AdmissionSettings, create_admission_app, create_health_app
 from trussium_operator.webhook.budget import MemoryBudget
 from trussium_operator.webhook.metrics import WebhookMetrics

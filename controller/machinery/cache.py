@@ -72,7 +72,7 @@ class Store:
 
     def admits(self, obj: Obj) -> bool:
         """Whether to keep `obj`; asked of each listed item as its page arrives, so a
-        scoped store (`controller.referenced_secrets`) never holds what it drops."""
+        scoped store (`controller.runtime.referenced_secrets`) never holds what it drops."""
         return True
 
     def listing(self) -> None:

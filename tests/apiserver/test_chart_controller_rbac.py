@@ -1,5 +1,5 @@
 """The chart grants the controller exactly the managed kinds of its registry
-(`controller/kinds.py`): a kind added there without its RBAC, or RBAC left behind
+(`controller/runtime/kinds.py`): a kind added there without its RBAC, or RBAC left behind
 for a kind that is gone, fails here before it fails on a cluster."""
 
 from typing import Any
@@ -8,7 +8,7 @@ import pytest
 
 from devcluster import ControlPlane
 from tests.support.chart import find, fullname, release_name, render
-from trussium_operator.controller.kinds import MANAGED_KINDS
+from trussium_operator.controller.runtime.kinds import MANAGED_KINDS
 
 pytestmark = pytest.mark.api
 

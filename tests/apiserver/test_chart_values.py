@@ -21,9 +21,9 @@ from tests.support.chart import (
     render,
     render_error,
 )
-from trussium_operator.cmdline.limits import DEFAULT_MEMORY_BUDGET_BYTES
 from trussium_operator.controller.cli import parser as controller_parser
 from trussium_operator.controller.manager import SHUTDOWN_GRACE_SECONDS
+from trussium_operator.serving.limits import DEFAULT_MEMORY_BUDGET_BYTES
 from trussium_operator.webhook.cli import build_parser as webhook_parser
 
 pytestmark = pytest.mark.api

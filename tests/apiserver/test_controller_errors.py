@@ -1,4 +1,4 @@
-"""The API server's answers `controller.errors.classify` relies on: a JSON patch whose
+"""The API server's answers `controller.runtime.errors.classify` relies on: a JSON patch whose
 `test` no longer holds is a race, an invalid object a reported failure."""
 
 from collections.abc import AsyncIterator
@@ -8,9 +8,9 @@ import pytest
 
 from devcluster import ControlPlane
 from trussium_operator.cmdline.kubeconfig import new_api_client
-from trussium_operator.controller.errors import Failure, classify
-from trussium_operator.controller.kinds import OWNED
 from trussium_operator.controller.machinery.kube import JSON_PATCH, ApiError, Kube
+from trussium_operator.controller.runtime.errors import Failure, classify
+from trussium_operator.controller.runtime.kinds import OWNED
 
 pytestmark = pytest.mark.api
 CONFIGMAPS = OWNED["ConfigMap"]

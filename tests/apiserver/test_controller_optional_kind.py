@@ -19,14 +19,14 @@ from devcluster import ControlPlane
 from devcluster.controller_harness import apply, runtime_manifest
 from devcluster.hostoperator import install_crds
 from trussium_operator.cmdline.kubeconfig import new_api_client
-from trussium_operator.cmdline.secure_metrics import MetricsOptions
 from trussium_operator.common.api import TrussiumRuntime
 from trussium_operator.common.images import render_image
 from trussium_operator.common.render import render_config_map
-from trussium_operator.controller.kinds import MANAGED_KINDS, OWNED, ManagedKind
 from trussium_operator.controller.machinery.cache import Obj
 from trussium_operator.controller.machinery.kube import ApiError, Kube, Resource
 from trussium_operator.controller.manager import Manager, Options
+from trussium_operator.controller.runtime.kinds import MANAGED_KINDS, OWNED, ManagedKind
+from trussium_operator.serving.secure_metrics import MetricsOptions
 
 pytestmark = pytest.mark.api
 

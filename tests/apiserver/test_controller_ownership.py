@@ -24,7 +24,7 @@ from devcluster.controller_harness import (
 )
 from devcluster.hostoperator import install_crds
 from trussium_operator.common.render import operator_labels
-from trussium_operator.controller.kinds import MANAGED_KINDS
+from trussium_operator.controller.runtime.kinds import MANAGED_KINDS
 
 pytestmark = pytest.mark.api
 Obj = dict[str, Any]

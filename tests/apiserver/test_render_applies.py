@@ -13,7 +13,7 @@ import pytest
 from tests.conftest import Kubectl
 from tests.pure.test_runtime_settings import EVERY_SETTING
 from trussium_operator.common.api import TrussiumRuntime
-from trussium_operator.controller.kinds import render_managed_objects
+from trussium_operator.controller.runtime.kinds import render_managed_objects
 
 SPEC: dict[str, Any] = {
     "image": {"repository": "ghcr.io/trussium/runtime", "tag": "1.4.0"},

@@ -16,7 +16,7 @@ from devcluster import ControlPlane
 from tests.support.stricter_rules import APPARMOR, FROZEN, SECCOMP_CONTAINER, TOLERATED
 from trussium_operator.common.ratcheting import TolerableRule
 from trussium_operator.common.validation import validate_runtime
-from trussium_operator.controller.kinds import render_managed_objects
+from trussium_operator.controller.runtime.kinds import render_managed_objects
 
 pytestmark = pytest.mark.api
 # Rules of the Go CRD itself, which no stored object breaks: nothing rendered to check.

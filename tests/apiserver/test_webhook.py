@@ -39,11 +39,11 @@ from devcluster.layout import free_port
 from devcluster.polling import wait_for
 from devcluster.secretmount import SecretMount
 from tests.conftest import Kubectl
-from trussium_operator.cmdline.inputs import read_manifests
 from trussium_operator.common.constants import GROUP, PLURAL, VERSION
-from trussium_operator.common.manifests import parse_manifests
-from trussium_operator.common.offline import check_documents
 from trussium_operator.common.parsing import schema_errors
+from trussium_operator.offline.checks import check_documents
+from trussium_operator.offline.inputs import read_manifests
+from trussium_operator.offline.manifests import parse_manifests
 from trussium_operator.webhook.certs_cli import main_certs
 
 REPO = Path(__file__).resolve().parents[2]

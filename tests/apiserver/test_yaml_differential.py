@@ -1,4 +1,4 @@
-"""Differential test: `common.manifests` reads YAML exactly as kube-apiserver does.
+"""Differential test: `offline.manifests` reads YAML exactly as kube-apiserver does.
 
 A generated corpus of scalars (integers and floats in every notation, YAML
 1.1 booleans and nulls, timestamps, special floats, each plain, quoted and
@@ -25,7 +25,11 @@ from kubernetes_asyncio import client
 
 from devcluster import ControlPlane
 from devcluster.polling import wait_for
-from trussium_operator.common.manifests import ManifestError, NotAManifestError, read_manifests_text
+from trussium_operator.offline.manifests import (
+    ManifestError,
+    NotAManifestError,
+    read_manifests_text,
+)
 
 pytestmark = pytest.mark.api
 

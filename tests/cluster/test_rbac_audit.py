@@ -48,7 +48,7 @@ from tests.support.host_programs import (
     running_chart_programs,
 )
 from trussium_operator.common.api import TrussiumRuntime
-from trussium_operator.controller.kinds import MANAGED_KINDS, disabled_kinds
+from trussium_operator.controller.runtime.kinds import MANAGED_KINDS, disabled_kinds
 
 pytestmark = pytest.mark.cluster
 

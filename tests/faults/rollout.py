@@ -26,7 +26,7 @@ from devcluster import ControlPlane
 from devcluster.controller_harness import IMAGE, Obj, runtime_manifest
 from trussium_operator.common.api import TrussiumRuntime
 from trussium_operator.common.defaulting import apply_defaults
-from trussium_operator.controller.kinds import render_managed_objects
+from trussium_operator.controller.runtime.kinds import render_managed_objects
 
 KINDS = {
     "ConfigMap": "configmaps",

@@ -1,7 +1,7 @@
 """The controller's probe and metrics listeners keep the webhook's rules: a connection
 cap counted from accept, a head deadline, and idle connections closed first.
 
-Served by `cmdline.health.serve`, as the manager serves :8080 and :8081.
+Served by `serving.health.serve`, as the manager serves :8080 and :8081.
 """
 
 import asyncio
@@ -13,10 +13,10 @@ import aiohttp
 from prometheus_client import REGISTRY
 
 from devcluster.layout import free_port
-from trussium_operator.cmdline.health import metrics_app, probes_app, serve
-from trussium_operator.cmdline.limits import ConnectionLimits
-from trussium_operator.cmdline.listener import Listener
 from trussium_operator.controller.metrics import CONNECTIONS
+from trussium_operator.serving.health import metrics_app, probes_app, serve
+from trussium_operator.serving.limits import ConnectionLimits
+from trussium_operator.serving.listener import Listener
 
 HALF_A_HEAD = b"GET /healthz HTTP/1.1\r\nHost: probe\r\nX-Slow: "
 HOLDERS = 2000

@@ -20,15 +20,12 @@ from devcluster.barriers import until, until_quiescent
 from devcluster.controller_harness import condition, runtime_manifest
 from tests.support.fakekube import FakeKube, Obj
 from tests.support.parse_count import counting_parses
-from trussium_operator.cmdline.secure_metrics import MetricsOptions
 from trussium_operator.common import constants as c
 from trussium_operator.common import validation
 from trussium_operator.common.api import TrussiumRuntime
 from trussium_operator.common.defaulting import apply_defaults
 from trussium_operator.common.images import render_image
 from trussium_operator.common.managed_fields import GO_OPERATOR_MANAGER
-from trussium_operator.controller import reconciler, validated
-from trussium_operator.controller.kinds import render_managed_objects
 from trussium_operator.controller.machinery import informer, metrics
 from trussium_operator.controller.machinery.backoff import Backoff
 from trussium_operator.controller.machinery.kube import (
@@ -39,6 +36,9 @@ from trussium_operator.controller.machinery.kube import (
 )
 from trussium_operator.controller.manager import Manager, Options
 from trussium_operator.controller.metrics import CONTROLLER, QUEUE
+from trussium_operator.controller.runtime import reconciler, validated
+from trussium_operator.controller.runtime.kinds import render_managed_objects
+from trussium_operator.serving.secure_metrics import MetricsOptions
 
 NS = "team"
 MANAGED = ("ConfigMap", "ServiceAccount", "Service", "Deployment", "PodDisruptionBudget")
@@ -469,7 +469,7 @@ async def test_the_log_says_status_updated_exactly_when_the_status_was_written(
     fake = running.fake
     fake.apply(runtime_manifest("rt", NS))
     await reconciled(running)
-    caplog.set_level(logging.INFO, logger="controller.reconciler")
+    caplog.set_level(logging.INFO, logger="controller.runtime.reconciler")
     caplog.clear()
     since = len(fake.calls)
     forbidden = ApiError(403, "Forbidden", "deployments is forbidden")

@@ -1,4 +1,4 @@
-"""The Secret cache keeps only referenced Secrets (controller/secret_presence.py), yet a
+"""The Secret cache keeps only referenced Secrets (controller/runtime/secret_presence.py), yet a
 runtime never reads a Secret that exists as missing: the whole controller against the
 in-memory API server, with the lookup of a Secret referenced after the list held at
 will to race a watch event."""
@@ -15,14 +15,14 @@ from prometheus_client import REGISTRY, generate_latest
 from devcluster.barriers import until, until_quiescent
 from devcluster.controller_harness import condition, runtime_manifest
 from tests.support.fakekube import FakeKube, Obj
-from trussium_operator.cmdline.secure_metrics import MetricsOptions
 from trussium_operator.controller.machinery import informer, metrics
 from trussium_operator.controller.machinery.backoff import Backoff
 from trussium_operator.controller.machinery.kube import SECRETS, ApiError, TransportError
 from trussium_operator.controller.machinery.names import NamespacedName
 from trussium_operator.controller.manager import Manager, Options
 from trussium_operator.controller.metrics import QUEUE
-from trussium_operator.controller.referenced_secrets import Presence
+from trussium_operator.controller.runtime.referenced_secrets import Presence
+from trussium_operator.serving.secure_metrics import MetricsOptions
 
 NS = "team"
 API_KEY = NamespacedName(NS, "api-key")

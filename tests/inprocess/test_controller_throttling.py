@@ -10,9 +10,9 @@ import pytest
 from aiohttp import web
 from kubernetes_asyncio import client
 
-from trussium_operator.controller.errors import Failure, classify
 from trussium_operator.controller.machinery.kube import ApiError, Kube, retry_after_seconds
 from trussium_operator.controller.machinery.workqueue import ItemBackoff, WorkQueue
+from trussium_operator.controller.runtime.errors import Failure, classify
 
 # name -> (status, headers, body), answered at /api/v1/namespaces/ns/configmaps/<name>
 ANSWERS: dict[str, tuple[int, dict[str, str], str]] = {

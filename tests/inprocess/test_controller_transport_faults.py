@@ -14,7 +14,6 @@ import pytest
 
 from devcluster.layout import free_port
 from tests.support.fake_apiserver import FakeApiServer, Lease, Watch
-from trussium_operator.cmdline.secure_metrics import MetricsOptions
 from trussium_operator.controller import manager as manager_module
 from trussium_operator.controller.machinery.backoff import Backoff
 from trussium_operator.controller.machinery.informer import Informer
@@ -22,7 +21,8 @@ from trussium_operator.controller.machinery.kube import SECRETS, Resource
 from trussium_operator.controller.machinery.leader import LeaderElector, LeadershipLostError, Timing
 from trussium_operator.controller.machinery.names import NamespacedName
 from trussium_operator.controller.manager import Manager, Options
-from trussium_operator.controller.reconciler import Reconciler
+from trussium_operator.controller.runtime.reconciler import Reconciler
+from trussium_operator.serving.secure_metrics import MetricsOptions
 
 FAST = Timing(lease_duration=3.0, renew_deadline=2.0, retry_period=0.2)
 LOCK = NamespacedName("ns", "lock")

@@ -15,9 +15,9 @@ from kubernetes_asyncio import client
 from prometheus_client import CollectorRegistry, Gauge
 
 from devcluster.layout import free_port
-from trussium_operator.cmdline.health import metrics_app, serve
-from trussium_operator.cmdline.listener import ConnectionMetrics
-from trussium_operator.cmdline.metrics_auth import (
+from trussium_operator.serving.health import metrics_app, serve
+from trussium_operator.serving.listener import ConnectionMetrics
+from trussium_operator.serving.metrics_auth import (
     ALLOWED_SECONDS,
     AUTHENTICATED_SECONDS,
     CACHE_ENTRIES,
@@ -31,7 +31,7 @@ from trussium_operator.cmdline.metrics_auth import (
     ReviewUnavailableError,
     User,
 )
-from trussium_operator.cmdline.secure_metrics import MetricsOptions, metrics_endpoint
+from trussium_operator.serving.secure_metrics import MetricsOptions, metrics_endpoint
 from trussium_operator.webhook.certs_cli import main_certs
 
 AppClient = Callable[[web.Application], Awaitable[TestClient[web.Request, web.Application]]]

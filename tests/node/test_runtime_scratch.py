@@ -30,7 +30,7 @@ from tests.support import uploads
 from tests.support.go_operator import without_scratch
 from trussium_operator.common.api import TrussiumRuntime
 from trussium_operator.common.defaulting import apply_defaults
-from trussium_operator.controller.kinds import render_managed_objects
+from trussium_operator.controller.runtime.kinds import render_managed_objects
 
 pytestmark = [pytest.mark.node, pytest.mark.usefixtures("standin")]
 UPLOADS = Path(uploads.__file__).resolve()

@@ -2,7 +2,7 @@
 
 import pytest
 
-from trussium_operator.cmdline.addresses import split_address
+from trussium_operator.serving.addresses import split_address
 
 
 @pytest.mark.parametrize(

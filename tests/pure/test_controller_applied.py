@@ -3,8 +3,8 @@
 import copy
 from typing import Any
 
-from trussium_operator.controller.applied import AppliedObjects
 from trussium_operator.controller.machinery.names import NamespacedName
+from trussium_operator.controller.runtime.applied import AppliedObjects
 
 RENDERED: dict[str, Any] = {
     "apiVersion": "apps/v1",

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from trussium_operator.cmdline.secure_metrics import MetricsOptions
 from trussium_operator.controller.cli import limiter_from, main, options_from, parser
-from trussium_operator.controller.exclusion import LeaseSearch
+from trussium_operator.controller.migration.exclusion import LeaseSearch
+from trussium_operator.serving.secure_metrics import MetricsOptions
 
 
 def test_defaults_match_adr_0001(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -16,13 +16,13 @@ from tests.support.deployments import DEADLINE, deployment
 from trussium_operator.common.api import TrussiumRuntime
 from trussium_operator.common.defaulting import apply_defaults
 from trussium_operator.common.status import Outcome, compute_status
-from trussium_operator.controller.applied import AppliedObjects
-from trussium_operator.controller.compact import managed_form, runtime_form
-from trussium_operator.controller.kinds import MANAGED_KINDS, render_managed_objects
 from trussium_operator.controller.machinery.cache import Change, Store
-from trussium_operator.controller.mapping import owner_of
-from trussium_operator.controller.reconciler import LEGACY_FIELD_MANAGERS
-from trussium_operator.controller.takeover import needs_takeover
+from trussium_operator.controller.migration.takeover import needs_takeover
+from trussium_operator.controller.runtime.applied import AppliedObjects
+from trussium_operator.controller.runtime.compact import managed_form, runtime_form
+from trussium_operator.controller.runtime.kinds import MANAGED_KINDS, render_managed_objects
+from trussium_operator.controller.runtime.mapping import owner_of
+from trussium_operator.controller.runtime.reconciler import LEGACY_FIELD_MANAGERS
 
 # Each managed kind's cache transform, as the watch table builds it.
 FORMS = {kind.kind: managed_form(kind.reads) for kind in MANAGED_KINDS}

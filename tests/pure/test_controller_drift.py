@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from trussium_operator.controller.drift import (
+from trussium_operator.controller.runtime.drift import (
     POD_TEMPLATE,
     foreign_removals,
     service_ports_restoration,

@@ -1,8 +1,11 @@
-"""What each error the client can raise makes of a reconcile (controller/errors.py, ADR 0015)."""
+"""What each error the client can raise makes of a reconcile (ADR 0015).
+
+The classification is in controller/runtime/errors.py."""
 
 import pytest
 
-from trussium_operator.controller.errors import (
+from trussium_operator.controller.machinery.kube import ApiError, TransportError, UnreadableError
+from trussium_operator.controller.runtime.errors import (
     PATCH_NOT_APPLICABLE,
     Failure,
     ReconcileError,
@@ -10,7 +13,6 @@ from trussium_operator.controller.errors import (
     failure_message,
     retry_after,
 )
-from trussium_operator.controller.machinery.kube import ApiError, TransportError, UnreadableError
 
 INVALID_OBJECT = 'Service "rt" is invalid: spec.ports[1].name: Duplicate value: "http"'
 

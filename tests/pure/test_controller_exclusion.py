@@ -1,4 +1,4 @@
-"""The gate on the Go operator's leader Lease (controller/exclusion.py), with a fake API.
+"""The gate on the Go operator's leader Lease (controller/migration/exclusion.py), with a fake API.
 
 kube-apiserver proves the behaviour for both install layouts and a refused list
 (tests/apiserver/test_go_operator_lease.py); here, the edge cases: freshness on our
@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from prometheus_client import REGISTRY
 
-from trussium_operator.controller.exclusion import ForeignLeaseGate, LeaseSearch
 from trussium_operator.controller.machinery.kube import ApiError, Kube, TransportError
+from trussium_operator.controller.migration.exclusion import ForeignLeaseGate, LeaseSearch
 
 KUSTOMIZE = "trussium-operator-system"
 HELM = "platform-ops"
@@ -188,7 +188,7 @@ def test_a_refusal_names_the_permission_it_lacks() -> None:
 def test_a_failing_list_is_logged_with_backoff_until_it_succeeds(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    caplog.set_level(logging.INFO, "controller.exclusion")
+    caplog.set_level(logging.INFO, "controller.migration.exclusion")
     clock = Clock()
     failures = 400
     g = gate(FakeKube(*[FORBIDDEN] * failures, [], FORBIDDEN), clock)

@@ -4,9 +4,13 @@ from typing import Any
 
 from trussium_operator.common.api import TrussiumRuntime
 from trussium_operator.common.status import Outcome
-from trussium_operator.controller.kinds import MANAGED_KINDS, disabled_kinds, render_managed_objects
-from trussium_operator.controller.secret_presence import SecretPresence
-from trussium_operator.controller.watches import watch_table
+from trussium_operator.controller.runtime.kinds import (
+    MANAGED_KINDS,
+    disabled_kinds,
+    render_managed_objects,
+)
+from trussium_operator.controller.runtime.secret_presence import SecretPresence
+from trussium_operator.controller.runtime.watches import watch_table
 
 EVERY_FEATURE: dict[str, Any] = {
     "image": {"repository": "ghcr.io/trussium/runtime", "tag": "1.4.0"},

@@ -4,10 +4,10 @@ from typing import Any
 
 import pytest
 
-from trussium_operator.controller import mapping
 from trussium_operator.controller.machinery.cache import Change, Store
 from trussium_operator.controller.machinery.names import NamespacedName
-from trussium_operator.controller.mapping import SecretReferences, owner_of, runtime_change
+from trussium_operator.controller.runtime import mapping
+from trussium_operator.controller.runtime.mapping import SecretReferences, owner_of, runtime_change
 
 A = NamespacedName("ns", "a")
 

@@ -4,7 +4,7 @@ import re
 from datetime import UTC, datetime
 
 from trussium_operator.common.events import EventDecision
-from trussium_operator.controller.recorder import event_body, event_name
+from trussium_operator.controller.runtime.recorder import event_body, event_name
 
 
 def test_event_regards_the_runtime_with_microsecond_time_and_reporting_identity() -> None:

@@ -1,9 +1,13 @@
-"""The takeover's cache summary and its one guarded patch (controller/takeover.py)."""
+"""The takeover's cache summary and its one guarded patch (controller/migration/takeover.py)."""
 
 from typing import Any
 
 from trussium_operator.controller.machinery.cache import Cache, Store
-from trussium_operator.controller.takeover import managers_kept, needs_takeover, takeover_patch
+from trussium_operator.controller.migration.takeover import (
+    managers_kept,
+    needs_takeover,
+    takeover_patch,
+)
 
 LEGACY = frozenset({"manager"})
 

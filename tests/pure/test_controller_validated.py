@@ -9,9 +9,9 @@ import pytest
 import yaml
 
 from trussium_operator.common import validation
-from trussium_operator.controller import validated
 from trussium_operator.controller.machinery.names import NamespacedName
-from trussium_operator.controller.validated import ValidGenerations
+from trussium_operator.controller.runtime import validated
+from trussium_operator.controller.runtime.validated import ValidGenerations
 
 MINIMAL = Path(__file__).parents[1] / "samples" / "valid" / "minimal.yaml"
 KEY = NamespacedName("team-a", "minimal")

@@ -121,7 +121,15 @@ def test_builder_copies_every_packaged_module(stages: list[Stage]) -> None:
     assert packaged_modules() == ["trussium_operator"]
     package = ROOT / "trussium_operator"
     links = [p for p in package.iterdir() if p.is_symlink()]
-    assert {link.name for link in links} == {"common", "webhook", "controller", "certs", "cmdline"}
+    assert {link.name for link in links} == {
+        "common",
+        "webhook",
+        "controller",
+        "certs",
+        "cmdline",
+        "serving",
+        "offline",
+    }
     for path in [package, *links]:
         source = str(path.resolve().relative_to(ROOT))
         assert source in copied, f"the wheel would lack {source}"

@@ -2,7 +2,7 @@
 
 import pytest
 
-from trussium_operator.common.manifests import (
+from trussium_operator.offline.manifests import (
     ManifestError,
     NotAManifestError,
     parse_manifests,

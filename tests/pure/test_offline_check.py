@@ -2,7 +2,7 @@
 
 import pytest
 
-from trussium_operator.common.offline import check_documents
+from trussium_operator.offline.checks import check_documents
 
 RUNTIME = {
     "apiVersion": "runtime.trussium.io/v1alpha1",

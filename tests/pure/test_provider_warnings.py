@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 
 from trussium_operator.common.events import decide_events
-from trussium_operator.common.offline import check_documents
 from trussium_operator.common.status import Outcome, compute_status
 from trussium_operator.common.validation import validate_runtime
 from trussium_operator.controller.machinery.names import NamespacedName
-from trussium_operator.controller.validated import ValidGenerations
+from trussium_operator.controller.runtime.validated import ValidGenerations
+from trussium_operator.offline.checks import check_documents
 
 CREDENTIALS = {"name": "openai", "key": "api-key"}
 NO_V1 = (

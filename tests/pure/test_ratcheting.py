@@ -23,7 +23,7 @@ from trussium_operator.common.ratcheting import (
 )
 from trussium_operator.common.status import Outcome, compute_status
 from trussium_operator.common.validation import validate_runtime
-from trussium_operator.controller.kinds import render_managed_objects
+from trussium_operator.controller.runtime.kinds import render_managed_objects
 
 
 @pytest.mark.parametrize("rule", list(TolerableRule))

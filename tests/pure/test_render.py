@@ -7,7 +7,7 @@ import pytest
 
 from trussium_operator.common.api import TrussiumRuntime
 from trussium_operator.common.render import config_checksum
-from trussium_operator.controller.kinds import disabled_kinds, render_managed_objects
+from trussium_operator.controller.runtime.kinds import disabled_kinds, render_managed_objects
 
 UID = "6f1c3c8e-0000-4000-8000-000000000001"
 BASE_SPEC: dict[str, Any] = {

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from trussium_operator.controller.cli import main
-from trussium_operator.controller.render_cmd import run_render
+from trussium_operator.offline.render import run_render
 
 RUNTIME = """\
 apiVersion: runtime.trussium.io/v1alpha1

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from trussium_operator.common.api import TrussiumRuntime
 from trussium_operator.common.constants import CONFIG_CHECKSUM_ANNOTATION, OPERATOR_LABEL_KEYS
 from trussium_operator.common.render import config_checksum
-from trussium_operator.controller.kinds import render_managed_objects
+from trussium_operator.controller.runtime.kinds import render_managed_objects
 
 NAMES = st.from_regex(r"[a-z]([a-z0-9-]{0,20}[a-z0-9])?", fullmatch=True)
 VALUES = st.text(alphabet="abcXYZ019-_.", max_size=12)

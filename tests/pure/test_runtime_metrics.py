@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from trussium_operator.common.runtime_metrics import SERIES_PER_RUNTIME, runtime_samples
+from trussium_operator.controller.metrics import SERIES_PER_RUNTIME, runtime_samples
 
 IMAGE = "ghcr.io/trussiumhq/trussium@sha256:" + "a" * 64
 

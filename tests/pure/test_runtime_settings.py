@@ -13,7 +13,7 @@ from trussium_operator.common.references import referenced_secret_names
 from trussium_operator.common.render import config_checksum
 from trussium_operator.common.schema import openapi_schema
 from trussium_operator.common.validation import validate_runtime
-from trussium_operator.controller.kinds import render_managed_objects
+from trussium_operator.controller.runtime.kinds import render_managed_objects
 
 BASE_SPEC: dict[str, Any] = {
     "image": {"repository": "ghcr.io/trussium/runtime", "tag": "1.4.0"},

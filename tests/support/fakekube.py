@@ -29,7 +29,6 @@ from typing import Any, NamedTuple
 
 from tests.support.json_patch import PatchError, apply_json_patch
 from trussium_operator.common import constants as c
-from trussium_operator.controller.kinds import OWNED, RUNTIMES
 from trussium_operator.controller.machinery.kube import (
     APPLY_PATCH,
     EVENTS,
@@ -41,6 +40,7 @@ from trussium_operator.controller.machinery.kube import (
     Kube,
     KubeError,
 )
+from trussium_operator.controller.runtime.kinds import OWNED, RUNTIMES
 
 Obj = dict[str, Any]
 FieldPath = tuple[str, ...]  # fieldsV1 keys from the root: "f:spec", 'k:{"name":"x"}', "."

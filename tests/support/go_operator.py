@@ -22,7 +22,7 @@ from devcluster.controller_harness import must_get, wait_for
 from devcluster.hostoperator import install_crds
 from trussium_operator.common import constants as c
 from trussium_operator.common.parsing import parse_runtime
-from trussium_operator.controller.kinds import render_managed_objects
+from trussium_operator.controller.runtime.kinds import render_managed_objects
 
 GO_CRD = Path(__file__).resolve().parents[1] / "fixtures" / "go-operator-crd.yaml"
 GO_MANAGER = "manager"

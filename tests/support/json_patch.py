@@ -1,6 +1,6 @@
 """An RFC 6902 applier: add, replace, remove and test, on maps and lists.
 
-Written independently of `common.defaulting` and `controller.drift`, so the
+Written independently of `common.defaulting` and `controller.runtime.drift`, so the
 tests that apply their patches check the patch rather than repeat the code
 under test. It is strict: `add` must not overwrite a map member, `replace`,
 `remove` and `test` need an existing one, and a failed `test` fails the whole

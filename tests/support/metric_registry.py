@@ -10,7 +10,7 @@ from prometheus_client.registry import Collector
 
 import trussium_operator.controller.machinery.metrics
 import trussium_operator.controller.metrics
-from trussium_operator.controller.runtime_metrics import RuntimeMetrics
+from trussium_operator.controller.metrics import RuntimeMetrics
 from trussium_operator.webhook.metrics import WebhookMetrics
 
 SUFFIXES = {

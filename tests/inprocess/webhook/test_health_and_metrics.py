@@ -8,8 +8,8 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient
 
-from trussium_operator.cmdline.health import metrics_app
 from trussium_operator.cmdline.logs import JsonFormatter
+from trussium_operator.serving.health import metrics_app
 from trussium_operator.webhook.app import create_health_app
 from trussium_operator.webhook.metrics import WebhookMetrics
 

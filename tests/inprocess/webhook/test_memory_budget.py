@@ -10,9 +10,9 @@ import pytest
 
 from devcluster.barriers import until
 from devcluster.layout import free_port
-from trussium_operator.cmdline.limits import SMALL_REVIEW_DECODED_BYTES
-from trussium_operator.cmdline.listener import Listener
 from trussium_operator.common.decode_cost import decoded_bytes
+from trussium_operator.serving.limits import SMALL_REVIEW_DECODED_BYTES
+from trussium_operator.serving.listener import Listener
 from trussium_operator.webhook.app import AdmissionSettings, create_admission_app
 from trussium_operator.webhook.budget import MemoryBudget, OverBudgetError
 from trussium_operator.webhook.metrics import WebhookMetrics

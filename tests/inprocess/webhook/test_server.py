@@ -9,7 +9,7 @@ from pathlib import Path
 import aiohttp
 
 from devcluster.layout import free_port
-from trussium_operator.cmdline.secure_metrics import MetricsOptions
+from trussium_operator.serving.secure_metrics import MetricsOptions
 from trussium_operator.webhook.app import AdmissionSettings, create_admission_app
 from trussium_operator.webhook.certs_cli import main_certs
 from trussium_operator.webhook.metrics import WebhookMetrics

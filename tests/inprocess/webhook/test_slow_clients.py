@@ -20,8 +20,8 @@ import pytest
 
 from devcluster.layout import free_port
 from trussium_operator.certs.reload import ReloadingTLS
-from trussium_operator.cmdline.limits import ConnectionLimits
-from trussium_operator.cmdline.listener import Listener
+from trussium_operator.serving.limits import ConnectionLimits
+from trussium_operator.serving.listener import Listener
 from trussium_operator.webhook.app import AdmissionSettings, create_admission_app
 from trussium_operator.webhook.certs_cli import main_certs
 from trussium_operator.webhook.metrics import WebhookMetrics

@@ -1,6 +1,6 @@
 """The endpoints both programs serve: /healthz and /readyz (plain HTTP, for the
-kubelet) and /metrics (on an address of its own, `cmdline/secure_metrics.py`).
-Every listener has the same limits as the webhook's HTTPS port (cmdline/listener.py).
+kubelet) and /metrics (on an address of its own, `serving/secure_metrics.py`).
+Every listener has the same limits as the webhook's HTTPS port (serving/listener.py).
 """
 
 import ssl
@@ -10,9 +10,9 @@ from aiohttp import web
 from aiohttp.typedefs import Middleware
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, generate_latest
 
-from trussium_operator.cmdline.addresses import split_address
-from trussium_operator.cmdline.limits import DEFAULT_LIMITS, ConnectionLimits
-from trussium_operator.cmdline.listener import ConnectionMetrics, Listener, listen
+from trussium_operator.serving.addresses import split_address
+from trussium_operator.serving.limits import DEFAULT_LIMITS, ConnectionLimits
+from trussium_operator.serving.listener import ConnectionMetrics, Listener, listen
 
 # A bind address of "0" serves nothing (controller-runtime's convention).
 DISABLED = "0"

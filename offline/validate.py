@@ -1,6 +1,6 @@
 """`trussium-webhook validate`: the webhook's verdict on manifest files, without a cluster.
 
-The checks are `common.offline.check_documents`, the same defaulting and
+The checks are `offline.checks.check_documents`, the same defaulting and
 validation as the admission hooks, so a CI job and `kubectl apply` agree.
 This module reads the inputs, on every core for large sets of files (a
 process per core, forked after the imports), and prints the report in the
@@ -23,21 +23,21 @@ from typing import Any, TextIO
 
 import yaml
 
-from trussium_operator.cmdline.inputs import (
+from trussium_operator.cmdline.options import CONFIGURATION_ERROR, fail, package_version
+from trussium_operator.offline.checks import (
+    DocumentCheck,
+    Finding,
+    OfflineReport,
+    check_document,
+    combine,
+)
+from trussium_operator.offline.inputs import (
     MAX_FILE_MIB,
     Input,
     Inputs,
     Unreadable,
     find_inputs,
     read_inputs,
-)
-from trussium_operator.cmdline.options import CONFIGURATION_ERROR, fail, package_version
-from trussium_operator.common.offline import (
-    DocumentCheck,
-    Finding,
-    OfflineReport,
-    check_document,
-    combine,
 )
 
 PROGRAM = "trussium-webhook validate"

@@ -1,6 +1,6 @@
 """`trussium-controller render -f PATH`: preview the objects the operator would apply.
 
-The offline check (`common.offline`) and rendering (`common.render`) are the
+The offline check (`offline.checks`) and rendering (`common.render`) are the
 running controller's, so a user can review or diff a change before applying
 it. Exit 0 with the objects on stdout, 1 on a validation error (nothing is
 printed then), 2 when the input cannot be read.
@@ -13,10 +13,10 @@ from typing import TextIO
 
 import yaml
 
-from trussium_operator.cmdline.inputs import read_manifests
 from trussium_operator.cmdline.options import CONFIGURATION_ERROR
-from trussium_operator.common.offline import check_documents
-from trussium_operator.controller.kinds import render_managed_objects
+from trussium_operator.controller.runtime.kinds import render_managed_objects
+from trussium_operator.offline.checks import check_documents
+from trussium_operator.offline.inputs import read_manifests
 
 DESCRIPTION = (
     "Print, in apply order, the objects the operator would create for each "

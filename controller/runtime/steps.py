@@ -1,12 +1,12 @@
 """How a managed kind is applied: a forced server-side apply, plus what one kind
 needs before, instead of, or after it (each kind's step is in its registry entry,
-`controller/kinds.py`).
+`controller/runtime/kinds.py`).
 
 - Deployment: with autoscaling on, the apply is guarded by the cached
   resourceVersion (its replica count was read from there), so a count the
   autoscaler set meanwhile is never overwritten: a 409, and a fresh retry.
   After the apply, pod-template fields other managers added are removed
-  (`controller/drift.py`).
+  (`controller/runtime/drift.py`).
 - Service: an apply refused as invalid because a hand-edited port sits beside
   ours under another manager (a duplicate `http` name) is recovered by a JSON
   patch swapping their ports for ours, then applied again.
@@ -18,11 +18,6 @@ from dataclasses import dataclass
 
 from trussium_operator.common import constants as c
 from trussium_operator.common.api import TrussiumRuntime
-from trussium_operator.controller.drift import (
-    POD_TEMPLATE,
-    foreign_removals,
-    service_ports_restoration,
-)
 from trussium_operator.controller.machinery.cache import Obj
 from trussium_operator.controller.machinery.kube import (
     APPLY_PATCH,
@@ -31,8 +26,13 @@ from trussium_operator.controller.machinery.kube import (
     Kube,
     Resource,
 )
+from trussium_operator.controller.runtime.drift import (
+    POD_TEMPLATE,
+    foreign_removals,
+    service_ports_restoration,
+)
 
-log = logging.getLogger("controller.reconciler")  # a step's lines are its reconcile's
+log = logging.getLogger("controller.runtime.reconciler")  # a step's lines are its reconcile's
 
 
 async def server_side_apply(kube: Kube, resource: Resource, body: Obj) -> Obj:

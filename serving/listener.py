@@ -40,7 +40,7 @@ from typing import Any
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter
 
-from trussium_operator.cmdline.limits import DEFAULT_LIMITS, ConnectionLimits
+from trussium_operator.serving.limits import DEFAULT_LIMITS, ConnectionLimits
 
 log = logging.getLogger(__name__)
 

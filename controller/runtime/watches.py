@@ -2,7 +2,7 @@
 
 The table reads as controller-runtime's builder sentence:
 For(TrussiumRuntime, generation changed).Owns(each kind of the registry,
-`controller/kinds.py`).Watches(Secret metadata, referencing runtimes).
+`controller/runtime/kinds.py`).Watches(Secret metadata, referencing runtimes).
 
 Each entry names its role, which is how its cache is addressed: `runtimes`,
 `secrets`, or the managed kind it owns.
@@ -12,8 +12,6 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 from trussium_operator.common import constants as c
-from trussium_operator.controller.compact import managed_form, runtime_form
-from trussium_operator.controller.kinds import MANAGED_KINDS, RUNTIMES, ManagedKind
 from trussium_operator.controller.machinery.cache import (
     Cache,
     Change,
@@ -24,8 +22,10 @@ from trussium_operator.controller.machinery.cache import (
 )
 from trussium_operator.controller.machinery.kube import SECRETS, Resource
 from trussium_operator.controller.machinery.names import NamespacedName
-from trussium_operator.controller.mapping import owner_of, runtime_change
-from trussium_operator.controller.secret_presence import SecretPresence
+from trussium_operator.controller.runtime.compact import managed_form, runtime_form
+from trussium_operator.controller.runtime.kinds import MANAGED_KINDS, RUNTIMES, ManagedKind
+from trussium_operator.controller.runtime.mapping import owner_of, runtime_change
+from trussium_operator.controller.runtime.secret_presence import SecretPresence
 
 RUNTIMES_ROLE = "runtimes"
 SECRETS_ROLE = "secrets"

@@ -1,6 +1,6 @@
 """The /metrics endpoint of both programs, served as the Go operator serves its own
 (docs/adr/0026): HTTPS on 8443, each request reviewed by the API server
-(`cmdline/metrics_auth.py`); plain HTTP only with `--metrics-secure=false`.
+(`serving/metrics_auth.py`); plain HTTP only with `--metrics-secure=false`.
 
 The certificate is one made at start (self-signed, as controller-runtime
 makes one) unless `--metrics-cert-path` names a folder with `tls.crt` and
@@ -23,9 +23,6 @@ from kubernetes_asyncio import client
 from prometheus_client import CollectorRegistry
 
 from trussium_operator.certs.reload import ReloadingTLS, self_signed_context
-from trussium_operator.cmdline.addresses import split_address
-from trussium_operator.cmdline.health import DISABLED, metrics_app
-from trussium_operator.cmdline.metrics_auth import ApiReviews, MetricsAuth
 from trussium_operator.cmdline.options import (
     ConfigurationError,
     add_flag,
@@ -33,6 +30,9 @@ from trussium_operator.cmdline.options import (
     env_bool,
     env_name,
 )
+from trussium_operator.serving.addresses import split_address
+from trussium_operator.serving.health import DISABLED, metrics_app
+from trussium_operator.serving.metrics_auth import ApiReviews, MetricsAuth
 
 DEFAULT_ADDRESS = "0.0.0.0:8443"
 

@@ -27,25 +27,30 @@ from trussium_operator.common.status import (
     invalid_spec_status,
     status_differs,
 )
-from trussium_operator.controller.applied import AppliedObjects
-from trussium_operator.controller.errors import (
+from trussium_operator.controller.machinery.cache import Obj
+from trussium_operator.controller.machinery.kube import ApiError, Kube
+from trussium_operator.controller.machinery.names import NamespacedName
+from trussium_operator.controller.migration.takeover import needs_takeover, take_over_fields
+from trussium_operator.controller.runtime.applied import AppliedObjects
+from trussium_operator.controller.runtime.errors import (
     Failure,
     ReconcileError,
     ResourceConflictError,
     classify,
     failure_message,
 )
-from trussium_operator.controller.kinds import MANAGED_KINDS, RUNTIMES, ManagedKind, disabled_kinds
-from trussium_operator.controller.machinery.cache import Obj
-from trussium_operator.controller.machinery.kube import ApiError, Kube
-from trussium_operator.controller.machinery.names import NamespacedName
-from trussium_operator.controller.recorder import Recorder
-from trussium_operator.controller.secret_presence import SecretPresence
-from trussium_operator.controller.takeover import needs_takeover, take_over_fields
-from trussium_operator.controller.validated import ValidGenerations
-from trussium_operator.controller.watches import Caches
+from trussium_operator.controller.runtime.kinds import (
+    MANAGED_KINDS,
+    RUNTIMES,
+    ManagedKind,
+    disabled_kinds,
+)
+from trussium_operator.controller.runtime.recorder import Recorder
+from trussium_operator.controller.runtime.secret_presence import SecretPresence
+from trussium_operator.controller.runtime.validated import ValidGenerations
+from trussium_operator.controller.runtime.watches import Caches
 
-log = logging.getLogger("controller.reconciler")
+log = logging.getLogger("controller.runtime.reconciler")
 LEGACY_FIELD_MANAGERS = frozenset({GO_OPERATOR_MANAGER})
 
 
@@ -148,7 +153,7 @@ class Reconciler:
 
     async def _converge(self, runtime: TrussiumRuntime) -> tuple[Obj | None, Obj | None]:
         """Apply every enabled kind's object in registry order, each with its kind's step
-        (`controller/kinds.py`), then delete the disabled kinds' objects; return the
+        (`controller/runtime/kinds.py`), then delete the disabled kinds' objects; return the
         fresh Deployment and Service. An optional kind whose API is not served is
         left out until it is (its appearance requeues every runtime).
 
@@ -230,7 +235,7 @@ class Reconciler:
     ) -> None:
         """Post the Events the status transitions call for, then write the status if it
         changed. In this order, with idempotent event names, a crash in between
-        neither loses nor duplicates an event (see controller/recorder.py)."""
+        neither loses nor duplicates an event (see controller/runtime/recorder.py)."""
         now = datetime.now(UTC)
         new = compute_status(
             runtime,

@@ -10,13 +10,13 @@ fields nobody reads back. So the caches keep:
   takeover), the few fields status and rendering read (a Deployment's
   status, replica count and container images, a Service's port names and
   numbers), and a digest of every other field, which is all the
-  applied-fingerprint needs (`controller/applied.py`);
+  applied-fingerprint needs (`controller/runtime/applied.py`);
 
 with every string interned, so one copy serves all objects (an interned
 string is freed with its last user).
 
 The reads are the `*_reads` functions below, named in their kinds' registry
-entries (`controller/kinds.py`); they keep what `common.status`,
+entries (`controller/runtime/kinds.py`); they keep what `common.status`,
 `common.lifecycle` and `common.render` read;
 tests/pure/test_controller_compact.py holds status, rendering and the
 fingerprint equal on full and cached forms.
@@ -26,9 +26,9 @@ import sys
 from collections.abc import Callable
 from typing import Any, cast
 
-from trussium_operator.controller.applied import FIELDS_DIGEST, fields_digest
 from trussium_operator.controller.machinery.cache import Obj, identity_only, strip_bookkeeping
-from trussium_operator.controller.takeover import managers_kept
+from trussium_operator.controller.migration.takeover import managers_kept
+from trussium_operator.controller.runtime.applied import FIELDS_DIGEST, fields_digest
 
 _METADATA = (
     "name",

@@ -23,9 +23,9 @@ from trussium_operator.common.api import TrussiumRuntime
 from trussium_operator.common.constants import API_VERSION, GROUP, KIND
 from trussium_operator.common.defaulting import apply_defaults
 from trussium_operator.common.k8s_validation import FieldError
-from trussium_operator.common.manifests import Manifest, field_path
 from trussium_operator.common.ratcheting import consequence, tolerated
 from trussium_operator.common.validation import validate_runtime
+from trussium_operator.offline.manifests import Manifest, field_path
 
 Severity = Literal["error", "warning"]
 DEFAULT_NAMESPACE = "default"

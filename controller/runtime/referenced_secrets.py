@@ -4,13 +4,13 @@ The controller only ever asks whether a referenced Secret exists, yet a
 cluster-wide Secret watch would otherwise cache every Secret in the cluster
 (a cost that grows with objects that have nothing to do with us). So this
 store admits a Secret only while the runtimes' reference index
-(`controller.mapping.SecretReferences`) names it: each list page and each
+(`controller.runtime.mapping.SecretReferences`) names it: each list page and each
 watch event is filtered as it arrives, and an entry goes when its last
 reference does.
 
 A reference that appears after the Secret list began may name a Secret the
 list already passed over, so its existence is *unknown* until a lookup (a
-metadata-only list by name, `controller.secret_presence`) answers, or a watch
+metadata-only list by name, `controller.runtime.secret_presence`) answers, or a watch
 event or a completed relist says first; a lookup answer older than either is
 discarded. Reading "unknown" as "missing" would report SecretNotFound for a
 Secret that exists.
@@ -21,10 +21,10 @@ import enum
 import itertools
 from collections import deque
 
-from trussium_operator.controller.compact import secret_form
 from trussium_operator.controller.machinery.cache import Change, Obj, Store
 from trussium_operator.controller.machinery.names import NamespacedName
-from trussium_operator.controller.mapping import SecretReferences
+from trussium_operator.controller.runtime.compact import secret_form
+from trussium_operator.controller.runtime.mapping import SecretReferences
 
 
 class Presence(enum.Enum):

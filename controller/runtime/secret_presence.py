@@ -1,9 +1,9 @@
 """Whether the Secrets a runtime references exist: the reconcile's one question about
 Secrets, and everything that answers it.
 
-`SecretPresence` holds the runtimes' Secret-reference index (`controller.mapping`,
+`SecretPresence` holds the runtimes' Secret-reference index (`controller.runtime.mapping`,
 fed by the runtimes cache), the Secret cache scoped to the Secrets it names
-(`controller.referenced_secrets`, fed by the Secret watch) and the lookups of
+(`controller.runtime.referenced_secrets`, fed by the Secret watch) and the lookups of
 Secrets referenced after the Secret list passed them over. The reconciler asks
 `check`; the watch table wires `references` and `cache`; the manager runs
 `look_up`.
@@ -32,8 +32,8 @@ from trussium_operator.controller.machinery.kube import (
     describe,
 )
 from trussium_operator.controller.machinery.names import NamespacedName
-from trussium_operator.controller.mapping import SecretReferences
-from trussium_operator.controller.referenced_secrets import Presence, ReferencedSecrets
+from trussium_operator.controller.runtime.mapping import SecretReferences
+from trussium_operator.controller.runtime.referenced_secrets import Presence, ReferencedSecrets
 
 
 class SecretPresence:

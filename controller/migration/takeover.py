@@ -7,7 +7,7 @@ created, and whenever a legacy writer updates one again. Only then is the
 full object read, the new managedFields computed by
 `common.managed_fields.take_over`, and written with a JSON patch whose
 first operation tests the resourceVersion: a concurrent write makes it
-fail, `controller.errors.classify` takes that for a race, and the
+fail, `controller.runtime.errors.classify` takes that for a race, and the
 reconcile retries on fresh data. Nothing is deleted or recreated, and no
 field value changes; the following apply prunes.
 """
@@ -21,7 +21,7 @@ from trussium_operator.controller.machinery.cache import Obj, strip_bookkeeping
 from trussium_operator.controller.machinery.kube import JSON_PATCH, ApiError, Kube, Resource
 from trussium_operator.controller.machinery.names import NamespacedName
 
-log = logging.getLogger("controller.takeover")
+log = logging.getLogger("controller.migration.takeover")
 # What of a managedFields entry the cache keeps: enough to spot a legacy writer.
 _SUMMARY = ("manager", "operation", "subresource")
 

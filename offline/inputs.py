@@ -2,7 +2,7 @@
 
 Files, folders (searched recursively for manifests, version-control and
 `node_modules` folders left out) and `-` for standard input, parsed by
-`common.manifests`. What cannot be read or parsed is reported, never
+`offline.manifests`. What cannot be read or parsed is reported, never
 raised, so one bad file does not hide the verdict on the others; a Helm
 template or a file with custom tags is set aside as skipped, since it is
 not meant for kubectl as it stands. An input larger than the cap
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from trussium_operator.common.manifests import (
+from trussium_operator.offline.manifests import (
     Manifest,
     ManifestError,
     NotAManifestError,

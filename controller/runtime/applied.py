@@ -28,8 +28,8 @@ def _key(obj: Obj) -> Key:
     return sys.intern(obj["kind"]), name
 
 
-# Where a cached object keeps `fields_digest` in place of the fields (controller/compact.py);
-# no Kubernetes field has a slash in its name.
+# Where a cached object keeps `fields_digest` in place of the fields
+# (controller/runtime/compact.py); no Kubernetes field has a slash in its name.
 FIELDS_DIGEST = "trussium.io/fields-digest"
 _NOT_FIELDS = ("apiVersion", "kind", "metadata", "status", FIELDS_DIGEST)
 

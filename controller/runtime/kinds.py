@@ -27,10 +27,15 @@ from trussium_operator.common.render import (
     render_service,
     render_service_account,
 )
-from trussium_operator.controller.compact import deployment_reads, service_reads
 from trussium_operator.controller.machinery.cache import Obj
 from trussium_operator.controller.machinery.kube import Resource
-from trussium_operator.controller.steps import DEPLOYMENT_STEP, PLAIN, SERVICE_STEP, ApplyStep
+from trussium_operator.controller.runtime.compact import deployment_reads, service_reads
+from trussium_operator.controller.runtime.steps import (
+    DEPLOYMENT_STEP,
+    PLAIN,
+    SERVICE_STEP,
+    ApplyStep,
+)
 
 # A kind's manifest from the runtime and the cached Deployment (which only the
 # Deployment's own render reads: an autoscaler's replica count is kept).
@@ -48,7 +53,7 @@ class ManagedKind:
     # Off: the object must not exist, and one the runtime controls is deleted.
     enabled: Callable[[TrussiumRuntime], bool] = _always
     step: ApplyStep = PLAIN
-    # What the cache keeps besides metadata and the fields digest (controller/compact.py).
+    # What the cache keeps besides metadata and the fields digest (controller/runtime/compact.py).
     reads: Callable[[Obj], Obj] | None = None
     # Its API (a CRD) may be missing from the cluster: watched once it is served,
     # and never holding up cache sync, leadership or a reconcile meanwhile.

@@ -35,7 +35,7 @@ from trussium_operator.controller.machinery.leader import LeaseRecord, can_take,
 from trussium_operator.controller.machinery.names import NamespacedName
 from trussium_operator.controller.metrics import FOREIGN_LEASE_HELD, FOREIGN_LEASE_UNREADABLE
 
-log = logging.getLogger("controller.exclusion")
+log = logging.getLogger("controller.migration.exclusion")
 
 # The leader-election ID in the Go operator's main.go.
 GO_OPERATOR_LEASE_NAME = "d4fd4c09.trussium.io"

@@ -1,0 +1,2 @@
+"""The reconcile of a TrussiumRuntime: its managed kinds, watches, apply steps,
+drift, ownership, status, events and the referenced Secrets' presence."""
