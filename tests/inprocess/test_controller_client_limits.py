@@ -34,6 +34,7 @@ async def test_requests_beyond_the_burst_arrive_at_the_configured_rate(
         await kube.api.close()
     arrivals = server.lists_of(PATH)
     assert len(arrivals) == 13
-    # The burst leaves at once; the 10 after it are 1/20 s apart, the last at 0.5 s.
-    assert arrivals[2] - started < 0.4
+    # The burst leaves at once; the 10 after it are at least 1/20 s apart, the last at
+    # 0.5 s or later. (Lower bounds only: a loaded machine delays, never hurries, them.)
+    assert arrivals[-1] - arrivals[3] >= 9 / 20 - 0.01
     assert arrivals[-1] - started >= 0.5
