@@ -116,16 +116,9 @@ class EventAction(StrEnum):
     UPGRADE_RUNTIME = "UpgradeRuntime"
 
 
-# Managed objects (docs/contract.md section 4).
-MANAGED_API_VERSIONS: Final = {
-    "ConfigMap": "v1",
-    "ServiceAccount": "v1",
-    "Service": "v1",
-    "Deployment": "apps/v1",
-    "PodDisruptionBudget": "policy/v1",
-    "NetworkPolicy": "networking.k8s.io/v1",
-    "HorizontalPodAutoscaler": "autoscaling/v2",
-}
+# Managed objects (docs/contract.md section 4). The Deployment's apiVersion is also the
+# autoscaler's scale target's; every other kind's is in its registry entry.
+DEPLOYMENT_API_VERSION: Final = "apps/v1"
 CONFIG_ENVIRONMENT: Final = "production"
 CONFIG_HOST: Final = "0.0.0.0"
 ENV_ENVIRONMENT: Final = "TRUSSIUM_ENVIRONMENT"

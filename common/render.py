@@ -64,8 +64,9 @@ def _owner_reference(runtime: TrussiumRuntime) -> dict[str, Any]:
 
 
 def _object(runtime: TrussiumRuntime, kind: str, **body: Any) -> Manifest:
+    """A managed object but its apiVersion, which its kind's registry entry adds
+    (controller/runtime/kinds.py)."""
     return {
-        "apiVersion": c.MANAGED_API_VERSIONS[kind],
         "kind": kind,
         "metadata": {
             "name": runtime.metadata.name,
@@ -360,7 +361,7 @@ def render_autoscaler(runtime: TrussiumRuntime, autoscaling: AutoscalingSpec) ->
     }
     spec = {
         "scaleTargetRef": {
-            "apiVersion": c.MANAGED_API_VERSIONS["Deployment"],
+            "apiVersion": c.DEPLOYMENT_API_VERSION,
             "kind": "Deployment",
             "name": runtime.metadata.name,
         },

@@ -19,7 +19,10 @@ from typing import Any, TypeVar
 
 from devcluster import ControlPlane, barriers, polling
 from devcluster.layout import free_port
+from trussium_operator.common.api import TrussiumRuntime
 from trussium_operator.common.conditions import conditions_of, find_condition
+from trussium_operator.common.defaulting import apply_defaults
+from trussium_operator.controller.runtime.kinds import enabled_kinds
 
 USER_AGENT_PREFIX = "trussium-operator/"
 IMAGE = "ghcr.io/trussium/runtime"
@@ -147,6 +150,13 @@ def runtime_manifest(name: str, namespace: str, **spec: Any) -> Obj:
         "metadata": {"name": name, "namespace": namespace},
         "spec": body,
     }
+
+
+def managed_kinds_of(manifest: Obj) -> tuple[str, ...]:
+    """The kinds the controller manages for a runtime manifest, in apply order (from the
+    kind registry, so a new kind needs no list of its own in the tests)."""
+    parsed = TrussiumRuntime.model_validate(apply_defaults(manifest).object)
+    return tuple(kind.kind for kind in enabled_kinds(parsed))
 
 
 def apply(plane: ControlPlane, obj: Obj) -> None:

@@ -41,7 +41,12 @@ from typing import Any
 from kubernetes_asyncio import client, config
 
 from devcluster import ControlPlane, Profile
-from devcluster.controller_harness import USER_AGENT_PREFIX, Controller, runtime_manifest
+from devcluster.controller_harness import (
+    USER_AGENT_PREFIX,
+    Controller,
+    managed_kinds_of,
+    runtime_manifest,
+)
 from devcluster.hostoperator import install_crds
 from hack import bench_scale_numbers as numbers
 from trussium_operator.cmdline.kubeconfig import environment_read_once
@@ -51,7 +56,11 @@ from trussium_operator.common.defaulting import apply_defaults
 from trussium_operator.controller.machinery.cache import Cache, Change, Store, identity_only
 from trussium_operator.controller.machinery.informer import Informer
 from trussium_operator.controller.machinery.kube import APPLY_PATCH, JSON, SECRETS, Kube, Resource
-from trussium_operator.controller.runtime.kinds import OWNED, RUNTIMES, render_managed_objects
+from trussium_operator.controller.runtime.kinds import (
+    OWNED,
+    RUNTIMES,
+    render_managed_objects,
+)
 
 NAMESPACE = "bench"
 FLOOR_NAMESPACE = "floor"
@@ -60,8 +69,6 @@ PODS_PER_NODE = 110  # what each kwok node offers (docs/local-control-plane.md)
 BENCH_USER_AGENT = "trussium-bench-scale/1"
 CONFIGMAPS = Resource("v1", "ConfigMap", "configmaps")
 DEPLOYMENTS = OWNED["Deployment"]
-# Every object the controller applies for a plain runtime (no NetworkPolicy, no HPA).
-MANAGED_KINDS = ("ConfigMap", "ServiceAccount", "Service", "Deployment", "PodDisruptionBudget")
 DRAIN_SECONDS = 5.0  # after all Ready, before the idle window: the last status writes
 POLL_SECONDS = 0.2
 APPLY_CONCURRENCY = 16
@@ -276,13 +283,21 @@ def runtime(i: int, replicas: int) -> Obj:
     return runtime_manifest(f"rt-{i:05d}", NAMESPACE, replicas=replicas)
 
 
+# Every kind the controller applies for the benchmark's runtimes (no NetworkPolicy, no HPA).
+MANAGED_KINDS = managed_kinds_of(runtime(0, 1))
+
+
 def floor_deployment(i: int, replicas: int) -> Obj:
     """The Deployment the controller renders for runtime i, without the operator: in a
     namespace of its own, no owner, and that namespace's default ServiceAccount (nothing
     creates the runtime's)."""
     obj = apply_defaults(runtime(i, replicas)).object
     obj["metadata"] |= {"uid": "floor", "generation": 1}
-    deployment: Obj = render_managed_objects(TrussiumRuntime.model_validate(obj))[3]
+    (deployment,) = (
+        o
+        for o in render_managed_objects(TrussiumRuntime.model_validate(obj))
+        if o["kind"] == "Deployment"
+    )
     deployment["metadata"].pop("ownerReferences", None)
     deployment["metadata"]["namespace"] = FLOOR_NAMESPACE
     deployment["spec"]["template"]["spec"].pop("serviceAccountName", None)

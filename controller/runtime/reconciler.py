@@ -175,7 +175,7 @@ class Reconciler:
         if conflicts:
             raise ResourceConflictError(tuple(conflicts))
         for kind in enabled:
-            rendered = kind.render(runtime, cached_deployment)
+            rendered = kind.manifest(runtime, cached_deployment)
             live = self.caches.owned(kind.kind).store.get(key)
             if needs_takeover(live, self.legacy_managers):
                 # Apply after the takeover even if nothing else changed: it is what prunes.

@@ -9,6 +9,7 @@ import pytest
 
 from devcluster import ControlPlane
 from devcluster.hostoperator import install_crds
+from hack.crd import managed_kind_rules
 from tests.support.chart import (
     CERT_MODE_VALUES,
     CHART,
@@ -29,7 +30,6 @@ pytestmark = pytest.mark.cluster
 
 # What the controller uses of docs/contract.md section 9 (ADR 0028), plus the
 # finalizers subresource (ADR 0003): tests/cluster/test_rbac_audit.py proves each used.
-FULL_MANAGEMENT = ["get", "list", "watch", "create", "patch", "delete"]
 CONTROLLER_RULES = [
     {
         "apiGroups": ["runtime.trussium.io"],
@@ -46,23 +46,8 @@ CONTROLLER_RULES = [
         "resources": ["trussiumruntimes/finalizers"],
         "verbs": ["update"],
     },
-    {
-        "apiGroups": [""],
-        "resources": ["configmaps", "serviceaccounts", "services"],
-        "verbs": FULL_MANAGEMENT,
-    },
-    {"apiGroups": ["apps"], "resources": ["deployments"], "verbs": FULL_MANAGEMENT},
-    {"apiGroups": ["policy"], "resources": ["poddisruptionbudgets"], "verbs": FULL_MANAGEMENT},
-    {
-        "apiGroups": ["networking.k8s.io"],
-        "resources": ["networkpolicies"],
-        "verbs": FULL_MANAGEMENT,
-    },
-    {
-        "apiGroups": ["autoscaling"],
-        "resources": ["horizontalpodautoscalers"],
-        "verbs": FULL_MANAGEMENT,
-    },
+    # The managed kinds' rules, generated from their registry (hack/crd.py).
+    *managed_kind_rules(),
     {"apiGroups": [""], "resources": ["secrets"], "verbs": ["list", "watch"]},
     {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create"]},
 ]

@@ -23,17 +23,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from devcluster import ControlPlane
-from devcluster.controller_harness import IMAGE, Obj, runtime_manifest
+from devcluster.controller_harness import IMAGE, Obj, managed_kinds_of, runtime_manifest
 from trussium_operator.common.api import TrussiumRuntime
 from trussium_operator.common.defaulting import apply_defaults
-from trussium_operator.controller.runtime.kinds import render_managed_objects
+from trussium_operator.controller.runtime.kinds import MANAGED_KINDS, render_managed_objects
 
+# kubectl's resource name of each kind a plain runtime gets, from the kind registry.
 KINDS = {
-    "ConfigMap": "configmaps",
-    "ServiceAccount": "serviceaccounts",
-    "Service": "services",
-    "Deployment": "deployments.apps",
-    "PodDisruptionBudget": "poddisruptionbudgets.policy",
+    kind.kind: ".".join(
+        filter(None, (kind.resource.plural, kind.resource.api_version.rpartition("/")[0]))
+    )
+    for kind in MANAGED_KINDS
+    if kind.kind in managed_kinds_of(runtime_manifest("plain", "default"))
 }
 HEALTHY = {
     "Ready": ("True", "RuntimeReady"),

@@ -17,7 +17,7 @@ import pytest
 from prometheus_client import REGISTRY, generate_latest
 
 from devcluster.barriers import until, until_quiescent
-from devcluster.controller_harness import condition, runtime_manifest
+from devcluster.controller_harness import condition, managed_kinds_of, runtime_manifest
 from tests.support.fakekube import FakeKube, Obj
 from tests.support.parse_count import counting_parses
 from trussium_operator.common import constants as c
@@ -41,7 +41,7 @@ from trussium_operator.controller.runtime.kinds import render_managed_objects
 from trussium_operator.serving.secure_metrics import MetricsOptions
 
 NS = "team"
-MANAGED = ("ConfigMap", "ServiceAccount", "Service", "Deployment", "PodDisruptionBudget")
+MANAGED = managed_kinds_of(runtime_manifest("rt", NS))
 
 
 @dataclass

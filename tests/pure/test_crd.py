@@ -23,6 +23,8 @@ from trussium_operator.common.api import (
     TrussiumRuntimeStatus,
 )
 from trussium_operator.common.schema import openapi_schema
+from trussium_operator.controller.machinery.kube import Resource
+from trussium_operator.controller.runtime.kinds import MANAGED_KINDS, ManagedKind
 
 
 def test_committed_crd_is_the_generator_output() -> None:
@@ -33,12 +35,38 @@ def test_committed_api_reference_is_the_generator_output() -> None:
     assert crd.DOCS_PATH.read_text() == crd.reference_markdown(), "run `make crd`"
 
 
+def test_committed_controller_rbac_on_managed_kinds_is_the_generator_output() -> None:
+    assert crd.RBAC_PATH.read_text() == crd.rbac_template(), "run `make crd`"
+
+
+def test_rbac_on_managed_kinds_follows_each_registry_entry() -> None:
+    """A kind added to the registry is granted its verbs, grouped by API group."""
+    extra = ManagedKind(
+        Resource("monitoring.coreos.com/v1", "PodMonitor", "podmonitors"),
+        lambda runtime, cached: {},
+        verbs=("get", "list", "watch"),
+    )
+    rules = crd.managed_kind_rules((*MANAGED_KINDS, extra))
+    assert rules[0] == {
+        "apiGroups": [""],
+        "resources": ["configmaps", "serviceaccounts", "services"],
+        "verbs": ["get", "list", "watch", "create", "patch", "delete"],
+    }
+    assert rules[-1] == {
+        "apiGroups": ["monitoring.coreos.com"],
+        "resources": ["podmonitors"],
+        "verbs": ["get", "list", "watch"],
+    }
+
+
 def test_check_mode_reports_staleness_and_writing_fixes_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setattr(crd, "CRD_PATH", tmp_path / "crd.yaml")
     monkeypatch.setattr(crd, "DOCS_PATH", tmp_path / "api-reference.md")
+    monkeypatch.setattr(crd, "RBAC_PATH", tmp_path / "rbac.tpl")
     crd.DOCS_PATH.write_text(crd.reference_markdown())
+    crd.RBAC_PATH.write_text(crd.rbac_template())
     crd.CRD_PATH.write_text(crd.crd_yaml() + "# edited\n")
     assert crd.main(["--check"]) == 1
     assert "crd.yaml is stale" in capsys.readouterr().err
