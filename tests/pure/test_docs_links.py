@@ -3,6 +3,7 @@ Markdown reaches a file (and a heading, when it names one), and the ADR index
 lists every record, so a moved page or a renamed section fails here, not in a
 reader's browser. No page cites a tracker's issue numbers."""
 
+import os
 import re
 from functools import cache
 from pathlib import Path
@@ -16,11 +17,11 @@ HEADING = re.compile(r"^#{1,6} +(.+?) *#*$", re.MULTILINE)
 
 
 def markdown_files() -> list[Path]:
-    return sorted(
-        path
-        for path in ROOT.rglob("*.md")
-        if not SKIPPED.intersection(path.relative_to(ROOT).parts[:-1])
-    )
+    found = []
+    for folder, subfolders, names in os.walk(ROOT):
+        subfolders[:] = [name for name in subfolders if name not in SKIPPED]
+        found += [Path(folder, name) for name in names if name.endswith(".md")]
+    return sorted(found)
 
 
 def prose(path: Path) -> str:
