@@ -5,7 +5,8 @@ bundle): everything in one file for `kubectl apply --server-side -f`, in the
 namespace `trussium-operator-system`. Ours is the chart itself, rendered by
 `helm template` with its default values (certificates self-managed by the
 controller, the CRD included) and one change: the CRD without `helm.sh/resource-policy: keep`,
-which only Helm reads. So the bundle follows every change to the chart.
+which only Helm reads; the `helm test` hook is left out. So the bundle follows every
+change to the chart.
 A Namespace comes first, enforcing the restricted Pod Security Standard that
 both programs' Pods meet. ADR 0031.
 
