@@ -51,11 +51,13 @@ def test_each_ci_values_file_lints_renders_and_is_accepted(
 
 
 def _test_objects(plane: ControlPlane, release: str, *args: str) -> list[dict[str, Any]]:
-    out = plane.helm(
-        "template", release, str(CHART), "--namespace", "ops",
-        "--show-only", "templates/tests/webhook-test.yaml", *args,
-    ).stdout  # fmt: skip
-    return [doc for doc in yaml.safe_load_all(out) if doc]
+    """The objects of the `helm test` hook, in the order Helm creates them."""
+    out = plane.helm("template", release, str(CHART), "--namespace", "ops", *args).stdout
+    return [
+        doc
+        for doc in yaml.safe_load_all(out)
+        if doc and doc["metadata"].get("labels", {}).get("app.kubernetes.io/component") == "test"
+    ]
 
 
 def test_the_test_hook_may_only_create_runtimes_where_the_hooks_apply(
