@@ -8,6 +8,9 @@ from typing import Any
 
 import yaml
 
+from hack.image.dockerfile import image_config
+from hack.image.images import STANDIN_CONFIG
+
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "charts" / "trussium-operator"
 ICON = REPO / "docs" / "images" / "trussium-operator-icon.svg"
@@ -55,3 +58,11 @@ def test_no_home_or_sources_until_the_project_has_a_public_home() -> None:
     assert "sources" not in chart
     go_links = [link for link in _annotation("links") if link["url"] == GO_REPOSITORY]
     assert all(link["name"].startswith("Go operator") for link in go_links)
+
+
+def test_no_image_names_a_source_until_there_is_one() -> None:
+    """`org.opencontainers.image.source` named the Go operator's repository."""
+    operator = image_config((REPO / "Dockerfile").read_text())
+    for labels in (operator.labels, STANDIN_CONFIG.labels):
+        assert "org.opencontainers.image.source" not in labels
+    assert operator.labels["org.opencontainers.image.title"] == "trussium-operator-python"
