@@ -34,7 +34,6 @@ ARG VERSION
 LABEL org.opencontainers.image.title="trussium-operator-python" \
       org.opencontainers.image.version="${VERSION}" \
       org.opencontainers.image.description="Kubernetes operator and admission webhook for Trussium runtimes" \
-      org.opencontainers.image.source="https://github.com/trussiumhq/trussium-operator" \
       org.opencontainers.image.licenses="Apache-2.0"
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \

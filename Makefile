@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 SRC := common webhook controller certs cmdline serving offline devcluster tests hack
 DIST ?= dist
 
-.PHONY: test venv lock host components node-components image lint typecheck pytest test-k8s oldest-k8s unit e2e-node demo cluster crd bundle release-artifacts clean
+.PHONY: test venv lock host components node-components image lint typecheck pytest test-k8s oldest-k8s unit e2e-node demo cluster crd bundle config release-artifacts clean
 
 test: venv host components node-components lint typecheck pytest oldest-k8s
 
@@ -105,6 +105,12 @@ demo: venv components
 # (docs/install.md, "One-file bundle"); helm alone of the pinned components.
 bundle: venv
 	@$(BIN)/python -m hack.bundle --output $(DIST)/install.yaml \
+	  --helm "$$(bash hack/k8s/build.sh helm | tail -n 1)/helm"
+
+# The kustomize install, config/ (`kubectl apply --server-side -k config/default`),
+# rendered from the chart (docs/install.md, "Kustomize"); helm alone of the pinned components.
+config: venv
+	@$(BIN)/python -m hack.kustomize \
 	  --helm "$$(bash hack/k8s/build.sh helm | tail -n 1)/helm"
 
 # Wheel, sdist, packaged chart, install bundle and SBOM with SHA256SUMS in $(DIST); publishing is

@@ -192,7 +192,7 @@ class HostOperator:
         ]
         if self.watch_namespace:
             values.append(f"watchNamespace={self.watch_namespace}")
-        args = ["template", self.release, str(CHART), "--namespace", self.namespace]
+        args = ["template", self.release, str(CHART), "--namespace", self.namespace, "--skip-tests"]
         for value in values:
             args += ["--set", value]
         return [o for o in yaml.safe_load_all(self.plane.helm(*args).stdout) if o]

@@ -5,7 +5,8 @@ bundle): everything in one file for `kubectl apply --server-side -f`, in the
 namespace `trussium-operator-system`. Ours is the chart itself, rendered by
 `helm template` with its default values (certificates self-managed by the
 controller, the CRD included) and one change: the CRD without `helm.sh/resource-policy: keep`,
-which only Helm reads. So the bundle follows every change to the chart.
+which only Helm reads; the `helm test` hook is left out. So the bundle follows every
+change to the chart.
 A Namespace comes first, enforcing the restricted Pod Security Standard that
 both programs' Pods meet. ADR 0031.
 
@@ -26,10 +27,11 @@ VERSION = (REPO_ROOT / "VERSION").read_text().strip()
 NAMESPACE = "trussium-operator-system"
 # Objects named trussium-operator-controller, -webhook, ...: as the chart's docs name them.
 RELEASE = "trussium-operator"
-VALUES = ("--set", "crds.keep=false")
+# The `helm test` hook's objects are Helm's alone: `--skip-tests` leaves them out.
+VALUES = ("--skip-tests", "--set", "crds.keep=false")
 RENDER_TIMEOUT_SECONDS = 120
 
-_NAMESPACE_OBJECT = {
+NAMESPACE_OBJECT = {
     "apiVersion": "v1",
     "kind": "Namespace",
     "metadata": {
@@ -58,7 +60,7 @@ def render(helm: Path) -> str:
         f"# Deleting it (kubectl delete -f install.yaml) deletes the CRD, and with it\n"
         f'# every TrussiumRuntime and its workloads. docs/install.md, "One-file bundle".\n'
     )
-    namespace = yaml.safe_dump(_NAMESPACE_OBJECT, sort_keys=False)
+    namespace = yaml.safe_dump(NAMESPACE_OBJECT, sort_keys=False)
     return f"{header}---\n{namespace}{chart}"
 
 

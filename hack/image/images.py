@@ -47,7 +47,6 @@ STANDIN_CONFIG = ImageConfig(
         "org.opencontainers.image.description": (
             "Stand-in for the Trussium runtime in local tests; not the real runtime"
         ),
-        "org.opencontainers.image.source": "https://github.com/trussiumhq/trussium-operator",
     },
 )
 # containerd's default sandbox image; the node profile's containerd is configured with it.

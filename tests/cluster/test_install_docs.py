@@ -49,6 +49,8 @@ STEPS_RUN = {
         "install-bundle",
         "remove-bundle-operator",
         "delete-bundle",
+        "install-kustomize",
+        "delete-kustomize",
     ),
     CHART_README: ("install", "install-cert-manager", "install-provided", "upgrade-uninstall"),
 }
@@ -303,3 +305,19 @@ def test_the_bundle_as_written(plane: ControlPlane, fresh: None, tmp_path: Path)
         assert left == ""
     finally:
         plane.kubectl("delete", "-f", str(bundle), "--ignore-not-found", "--wait=false")
+
+
+def test_the_kustomize_install_as_written(plane: ControlPlane, fresh: None) -> None:
+    """config/default applied with kubectl's own kustomize, then deleted with the
+    runtimes first (tests/node runs its Pods; ADR 0043)."""
+    _step(plane, INSTALL, "install-kustomize")
+    assert len(_release_deployments(plane, BUNDLE_NAMESPACE)) == 2
+    assert "helm.sh/resource-policy" not in _owner(plane), "no Helm release to keep it from"
+    try:
+        _step(plane, INSTALL, "delete-kustomize")
+        _wait_gone(plane, "crd", CRD_NAME)
+        _wait_gone(plane, "namespace", BUNDLE_NAMESPACE)
+    finally:
+        plane.kubectl(
+            "delete", "-k", str(REPO / "config" / "default"), "--ignore-not-found", "--wait=false"
+        )

@@ -1,8 +1,10 @@
-"""The one-file install bundle (`make bundle`, a release artifact) applied as the
-Go operator's `install.yaml` is: `kubectl apply --server-side -f install.yaml`.
-The operator image runs as its pods on a real node, the webhook admits and
+"""The installs without Helm on a real node: the kustomize install applied with
+`kubectl apply --server-side -k config/default` (ADR 0043), which holds the objects
+of the one-file bundle (`make bundle`, a release artifact; ADR 0031), object for
+object (tests/apiserver/test_kustomize_config.py), and the bundle applied again
+over it as an upgrade. The operator image runs as its pods, the webhook admits and
 refuses, the controller turns a runtime into its workload, and
-`kubectl delete -f install.yaml` leaves nothing behind (ADR 0031)."""
+`kubectl delete -f install.yaml` leaves nothing behind."""
 
 import json
 from pathlib import Path
@@ -44,7 +46,7 @@ def _absent(plane: ControlPlane, obj: Obj) -> bool:
     return answer.stdout.strip() == ""
 
 
-def test_the_bundle_installs_runs_a_runtime_and_deletes_cleanly(
+def test_config_default_installs_runs_a_runtime_and_the_bundle_deletes_it_cleanly(
     plane: ControlPlane, namespace: str, tmp_path: Path
 ) -> None:
     plane.node.import_image(build_image("operator"))
@@ -55,7 +57,7 @@ def test_the_bundle_installs_runs_a_runtime_and_deletes_cleanly(
     assert objects[0]["kind"] == "Namespace"
     assert {o["metadata"].get("namespace", NAMESPACE) for o in objects} == {NAMESPACE}
 
-    plane.kubectl("apply", "--server-side", "-f", str(bundle))
+    plane.kubectl("apply", "--server-side", "-k", str(REPO / "config" / "default"))
     for component in ("controller", "webhook"):
         plane.kubectl(
             "rollout", "status", f"deployment/{RELEASE}-{component}", "-n", NAMESPACE,
@@ -84,8 +86,9 @@ def test_the_bundle_installs_runs_a_runtime_and_deletes_cleanly(
     assert deployment is not None
     assert deployment["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "trussium-operator"
 
-    # Applying it again (an upgrade to the same version) changes nothing and
-    # conflicts with nothing: the webhook's CA bundle is its own field.
+    # Applying the bundle over it (an upgrade to the same version, or a switch from
+    # config/ to the bundle) changes nothing and conflicts with nothing: the same
+    # field manager (kubectl), and the webhook's CA bundle is its own field.
     plane.kubectl("apply", "--server-side", "-f", str(bundle))
     hooks = json.loads(
         plane.kubectl("get", "validatingwebhookconfiguration", RELEASE, "-o", "json").stdout

@@ -217,6 +217,26 @@ def test_the_controller_pod_leads_and_runs_a_runtime_on_the_node(
     assert condition(ready, "ConfigurationValid")[0] == "True"
 
 
+def test_helm_test_admits_through_the_webhook_with_the_ca_the_api_server_holds(
+    plane: ControlPlane, release: str
+) -> None:
+    """The chart's `helm test` hook (ADR 0042): its Pod, of the operator's image,
+    succeeds only if a valid runtime is admitted and an invalid one refused by the
+    webhook (dry runs, in `default`); it is deleted because it passed."""
+    answer = plane.helm(
+        "test", release, "--namespace", NAMESPACE, f"--timeout={INSTALL_TIMEOUT}",
+        timeout=float(INSTALL_TIMEOUT.removesuffix("s")) + 30,
+    )  # fmt: skip
+    assert f"TEST SUITE:     {release}-trussium-operator-test" in answer.stdout, answer.stdout
+    assert "Phase:          Succeeded" in answer.stdout, answer.stdout
+    left = plane.kubectl(
+        "get", "pods,serviceaccounts", "-n", NAMESPACE, "-l", "app.kubernetes.io/component=test",
+        "-o", "name",
+    ).stdout  # fmt: skip
+    assert left == ""
+    assert get(plane, "trussiumruntime", "helm-test", "default") is None, "a dry run only"
+
+
 def test_a_webhook_rollout_restart_fails_no_admission(
     plane: ControlPlane, release: str, namespace: str
 ) -> None:
