@@ -7,7 +7,8 @@ process per core, forked after the imports), and prints the report in the
 format a CI system reads: text for people, JSON, JUnit XML or SARIF.
 Exit 0 when every TrussiumRuntime is valid, 1 when any is not (or, with
 --strict, has a warning), 2 on usage errors or unreadable input (and, with
---fail-on-skipped, on Helm templates and files with custom tags).
+--fail-on-skipped, on Helm templates and files with custom tags); 141 when the
+reader closes standard output first (`cmdline.pipes`).
 """
 
 import argparse
