@@ -9,8 +9,9 @@ Two layers, reported together, on top of the one parse (`common.parsing`):
   Kubernetes in `common.k8s_validation`.
 Soft problems become warnings; on UPDATE, a violation the old object already
 had becomes a warning too (`ratchet`), so unrelated edits are never blocked.
-Each rule a stored runtime may break and still be reconciled carries its
-name (`FieldError.rule`, `common.ratcheting`).
+Every violation names its rule (`FieldError.rule`, `common.rules`); a stored
+runtime may break those named by a `TolerableRule` and still be reconciled
+(`common.ratcheting`).
 """
 
 from collections.abc import Iterable, Iterator, Mapping
