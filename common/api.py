@@ -31,6 +31,7 @@ from trussium_operator.common.k8s_types import (
     unique_names,
 )
 from trussium_operator.common.ratcheting import TolerableRule
+from trussium_operator.common.rules import Rule
 
 DNS_SUBDOMAIN_PATTERN = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"
 IMAGE_REPOSITORY_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:/-]*$"
@@ -47,7 +48,8 @@ DATE_TIME: JsonDict = {"format": "date-time"}
 class CelRule:
     """A cross-field rule: CEL for the CRD, `holds` for the models, one message.
 
-    `name` is set for a rule a stored runtime may break (`common.ratcheting`).
+    `name` names the rule (`common.rules`); a stored runtime may break those named by a
+    `TolerableRule` (`common.ratcheting`).
     """
 
     rule: str
@@ -124,16 +126,19 @@ IMAGE_TAG_XOR_DIGEST = CelRule(
     rule="has(self.tag) != has(self.digest)",
     message="exactly one of tag or digest must be specified",
     holds=lambda image: (image.tag is None) != (image.digest is None),
+    name=Rule.IMAGE_TAG_OR_DIGEST,
 )
 NETWORK_POLICY_NEEDS_INGRESS = CelRule(
     rule="!self.enabled || (has(self.ingress) && size(self.ingress) > 0)",
     message="at least one ingress rule is required when networkPolicy.enabled is true",
     holds=lambda policy: not policy.enabled or bool(policy.ingress),
+    name=Rule.NETWORK_POLICY_INGRESS,
 )
 AUTOSCALING_BOUNDS_ORDERED = CelRule(
     rule="self.maxReplicas >= self.minReplicas",
     message="maxReplicas must be greater than or equal to minReplicas",
     holds=lambda autoscaling: autoscaling.max_replicas >= autoscaling.min_replicas,
+    name=Rule.AUTOSCALING_BOUNDS,
 )
 _HTTP_URL_RULE = (
     "isURL(self) && url(self).getScheme() in ['http', 'https'] && url(self).getHostname() != ''"
@@ -149,6 +154,7 @@ URL_IS_HTTP = CelRule(
     rule=_HTTP_URL_RULE,
     message="must be an absolute http or https URL with a host",
     holds=_http_url_with_host,
+    name=Rule.URL_NOT_HTTP,
 )
 
 

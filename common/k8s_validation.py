@@ -22,8 +22,9 @@ from trussium_operator.common.quantity import QuantityError, is_integer, parse_q
 class FieldError:
     """One violation at a Kubernetes-style field path (a StatusCause).
 
-    `rule` names the rule broken when a stored runtime may break it and still
-    be reconciled (`common.ratcheting`); empty for every other rule. It takes
+    `rule` names the rule broken (`common.rules`), set by whoever checks it for
+    the TrussiumRuntime; a stored runtime may break those named by a
+    `TolerableRule` and still be reconciled (`common.ratcheting`). It takes
     no part in comparisons: a path and a message identify a violation.
     """
 

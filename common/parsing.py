@@ -37,6 +37,7 @@ from trussium_operator.common.k8s_types import MaxEntries
 from trussium_operator.common.k8s_validation import FieldError
 from trussium_operator.common.quantity import QuantityError, parse_quantity
 from trussium_operator.common.ratcheting import TolerableRule, tolerated
+from trussium_operator.common.rules import Rule
 
 # Entries the operator reads of any map or list of a spec: the bound of a collection
 # the models do not bound (`MaxEntries`), and how far a stored runtime's bounded
@@ -67,7 +68,9 @@ _TYPE_NAMES = {
 
 _QUANTITY_PATHS = ("spec.resources.limits[", "spec.resources.requests[", "spec.scratch.sizeLimit")
 _QUANTITY_FAILURES = ("int_type", "string_type", "string_pattern_mismatch")
-_NOT_AN_OBJECT = FieldError("", "a TrussiumRuntime must be a JSON object", "FieldValueTypeInvalid")
+_NOT_AN_OBJECT = FieldError(
+    "", "a TrussiumRuntime must be a JSON object", "FieldValueTypeInvalid", Rule.FIELD_TYPE
+)
 
 
 @dataclass(frozen=True)
@@ -168,14 +171,15 @@ def _number(bound: object) -> object:
 
 def _schema_error(error: ErrorDetails) -> FieldError:
     kind, ctx, value = error["type"], error.get("ctx", {}), error.get("input")
+    bounds = Rule.VALUE_BOUNDS
     path = _field_path(error["loc"])
     if path.startswith(_QUANTITY_PATHS) and kind in _QUANTITY_FAILURES:
         try:
             parse_quantity(value)
         except QuantityError as problem:
-            return FieldError(path, str(problem))
+            return FieldError(path, str(problem), rule=Rule.QUANTITY)
     if kind == "missing":
-        return FieldError(path, "Required value", "FieldValueRequired")
+        return FieldError(path, "Required value", "FieldValueRequired", Rule.REQUIRED_VALUE)
     if kind == "extra_forbidden":
         name = error["loc"][-1]
         return FieldError(
@@ -183,39 +187,53 @@ def _schema_error(error: ErrorDetails) -> FieldError:
             f"unknown field {shown(name)}: not part of the TrussiumRuntime API "
             "(see docs/api-reference.md)",
             "FieldValueForbidden",
+            Rule.UNKNOWN_FIELD,
         )
     if kind == "string_too_short":
-        return FieldError(path, "must not be empty", "FieldValueRequired")
+        return FieldError(path, "must not be empty", "FieldValueRequired", Rule.REQUIRED_VALUE)
     if kind == "string_too_long":
         return FieldError(
-            path, f"must be at most {ctx['max_length']} characters", "FieldValueTooLong"
+            path,
+            f"must be at most {ctx['max_length']} characters",
+            "FieldValueTooLong",
+            Rule.VALUE_BOUNDS,
         )
     if kind == "too_long":
-        return FieldError(path, f"must have at most {ctx['max_length']} items", "FieldValueTooMany")
+        return FieldError(
+            path,
+            f"must have at most {ctx['max_length']} items",
+            "FieldValueTooMany",
+            Rule.VALUE_BOUNDS,
+        )
     if kind == "string_pattern_mismatch":
         hint = _PATTERN_HINTS.get(ctx["pattern"], f"matching {ctx['pattern']}")
-        return FieldError(path, f"invalid value {shown(value)}: must be {hint}")
+        return FieldError(path, f"invalid value {shown(value)}: must be {hint}", rule=bounds)
     if kind == "greater_than_equal":
-        return FieldError(path, f"must be greater than or equal to {_number(ctx['ge'])}")
+        return FieldError(
+            path, f"must be greater than or equal to {_number(ctx['ge'])}", rule=bounds
+        )
     if kind == "less_than_equal":
-        return FieldError(path, f"must be less than or equal to {_number(ctx['le'])}")
+        return FieldError(path, f"must be less than or equal to {_number(ctx['le'])}", rule=bounds)
     if kind == "greater_than":
-        return FieldError(path, f"must be greater than {_number(ctx['gt'])}")
+        return FieldError(path, f"must be greater than {_number(ctx['gt'])}", rule=bounds)
     if kind == "less_than":
-        return FieldError(path, f"must be less than {_number(ctx['lt'])}")
+        return FieldError(path, f"must be less than {_number(ctx['lt'])}", rule=bounds)
     if kind == "literal_error":
         return FieldError(
             path,
             f"unsupported value {shown(value)}: supported values: {ctx['expected']}",
             "FieldValueNotSupported",
+            Rule.SUPPORTED_VALUES,
         )
     if kind in _TYPE_NAMES:
-        return FieldError(path, f"must be {_TYPE_NAMES[kind]}", "FieldValueTypeInvalid")
+        return FieldError(
+            path, f"must be {_TYPE_NAMES[kind]}", "FieldValueTypeInvalid", Rule.FIELD_TYPE
+        )
     if kind == "value_error":
         cause = ctx["error"]
-        rule = cause.rule.name if isinstance(cause, RuleViolationError) else ""
+        rule = cause.rule.name if isinstance(cause, RuleViolationError) else bounds
         return FieldError(path, str(cause), rule=rule)
-    return FieldError(path, error["msg"])
+    return FieldError(path, error["msg"], rule=bounds)
 
 
 def _one_per_path(errors: list[FieldError]) -> list[FieldError]:
@@ -233,7 +251,9 @@ def _spec_model(spec: object) -> tuple[TrussiumRuntimeSpec | None, list[FieldErr
     the model is built too, as a stored runtime's: the errors still say what it breaks.
     """
     if spec is None:
-        return None, [FieldError("spec", "Required value", "FieldValueRequired")]
+        return None, [
+            FieldError("spec", "Required value", "FieldValueRequired", Rule.REQUIRED_VALUE)
+        ]
     try:
         return TrussiumRuntimeSpec.model_validate(spec), []
     except ValidationError as error:
@@ -290,7 +310,7 @@ def _bounded(
         rule = (
             TolerableRule.TOO_MANY_ENTRIES
             if bound is not None and len(value) <= MAX_COLLECTION_ENTRIES
-            else ""
+            else Rule.COLLECTION_TOO_LARGE
         )
         errors.append(
             FieldError(
@@ -357,7 +377,7 @@ def parse_runtime(obj: object, *, stored: bool = False) -> ParsedRuntime:
     # What is read is checked: the spec as cut (nothing reads past a bound), the rest whole.
     problem = json_problem({**obj, "spec": bounded} if "spec" in obj else obj)
     if problem is not None:
-        return ParsedRuntime((FieldError(problem.path, problem.message),))
+        return ParsedRuntime((FieldError(problem.path, problem.message, rule=Rule.JSON_LIMITS),))
     spec = _defaulted(bounded)
     model, schema = _spec_model(spec)
     cut = {e.path for e in errors}

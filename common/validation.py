@@ -9,11 +9,12 @@ Two layers, reported together, on top of the one parse (`common.parsing`):
   Kubernetes in `common.k8s_validation`.
 Soft problems become warnings; on UPDATE, a violation the old object already
 had becomes a warning too (`ratchet`), so unrelated edits are never blocked.
-Each rule a stored runtime may break and still be reconciled carries its
-name (`FieldError.rule`, `common.ratcheting`).
+Every violation names its rule (`FieldError.rule`, `common.rules`); a stored
+runtime may break those named by a `TolerableRule` and still be reconciled
+(`common.ratcheting`).
 """
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import urlsplit
@@ -28,6 +29,7 @@ from trussium_operator.common.provider_warnings import provider_warnings
 from trussium_operator.common.quantity import QuantityError, parse_quantity
 from trussium_operator.common.ratcheting import TolerableRule, tolerated
 from trussium_operator.common.references import referenced_secret_paths
+from trussium_operator.common.rules import Rule
 
 __all__ = [
     "FieldError",
@@ -126,7 +128,13 @@ def _security_annotation_error(at: str, key: str, value: object) -> FieldError:
         at,
         f"{SECURITY_PROFILE_MESSAGE}; the API server refuses it in the Pod template too: {refused}",
         "FieldValueForbidden",
+        Rule.SECURITY_PROFILE_REFUSED,
     )
+
+
+def _named(rule: Rule, errors: Iterable[FieldError]) -> Iterator[FieldError]:
+    """`errors` of a check of `common.k8s_validation`, named after the rule it serves here."""
+    return (error if error.rule else replace(error, rule=rule) for error in errors)
 
 
 def _pod_metadata_errors(pod_metadata: Mapping[str, Any]) -> Iterator[FieldError]:
@@ -140,7 +148,9 @@ def _pod_metadata_errors(pod_metadata: Mapping[str, Any]) -> Iterator[FieldError
                 "FieldValueForbidden",
                 TolerableRule.RESERVED_POD_LABEL,
             )
-    yield from k8s_validation.validate_labels(labels, f"{path}.labels")
+    yield from _named(
+        Rule.KEYS_AND_VALUES, k8s_validation.validate_labels(labels, f"{path}.labels")
+    )
     annotations = k8s_validation.as_dict(pod_metadata.get("annotations"))
     for key, value in annotations.items():
         at = f"{path}.annotations[{key}]"
@@ -154,11 +164,14 @@ def _pod_metadata_errors(pod_metadata: Mapping[str, Any]) -> Iterator[FieldError
             )
         elif str(key).startswith((APPARMOR_PREFIX, SECCOMP_CONTAINER_PREFIX)) or key == SECCOMP_POD:
             yield _security_annotation_error(at, str(key), value)
-    yield from k8s_validation.validate_annotations(annotations, f"{path}.annotations")
+    yield from _named(
+        Rule.KEYS_AND_VALUES,
+        k8s_validation.validate_annotations(annotations, f"{path}.annotations"),
+    )
 
 
 def _url_credentials_errors(
-    path: str, url: object, instead: str, rule: str = ""
+    path: str, url: object, instead: str, rule: str = Rule.URL_CREDENTIALS
 ) -> Iterator[FieldError]:
     """A URL goes to the runtime's ConfigMap, which is no place for a credential."""
     if not isinstance(url, str):
@@ -185,13 +198,14 @@ def _scratch_errors(
     try:
         size = parse_quantity(scratch["sizeLimit"])
     except QuantityError as error:
-        yield FieldError(path, str(error))
+        yield FieldError(path, str(error), rule=Rule.QUANTITY)
         return
     if size < parse_quantity(constants.SCRATCH_MIN_SIZE):
         yield FieldError(
             path,
             f"must be at least {constants.SCRATCH_MIN_SIZE}: the runtime spools every upload "
             "over 1 MB there, and the kubelet evicts the Pod when it is full",
+            rule=Rule.SCRATCH_SPACE,
         )
     limits = k8s_validation.as_dict(resources.get("limits"))
     try:
@@ -204,6 +218,7 @@ def _scratch_errors(
             f"must be at most spec.resources.limits[{constants.EPHEMERAL_STORAGE}] "
             f"({shown(limits[constants.EPHEMERAL_STORAGE])}): the scratch space counts in the "
             "container's ephemeral storage, so the Pod would be evicted before it is full",
+            rule=Rule.SCRATCH_SPACE,
         )
 
 
@@ -214,23 +229,35 @@ def _semantic_errors(
     as_dict = k8s_validation.as_dict
     yield from _pod_metadata_errors(as_dict(spec.get("podMetadata")))
     scheduling = as_dict(spec.get("scheduling"))
-    yield from k8s_validation.validate_labels(
-        scheduling.get("nodeSelector"), "spec.scheduling.nodeSelector", "node selector key"
+    yield from _named(
+        Rule.KEYS_AND_VALUES,
+        k8s_validation.validate_labels(
+            scheduling.get("nodeSelector"), "spec.scheduling.nodeSelector", "node selector key"
+        ),
     )
-    yield from k8s_validation.validate_tolerations(
-        scheduling.get("tolerations"), "spec.scheduling.tolerations"
+    yield from _named(
+        Rule.TOLERATIONS_AND_AFFINITY,
+        k8s_validation.validate_tolerations(
+            scheduling.get("tolerations"), "spec.scheduling.tolerations"
+        ),
     )
-    yield from k8s_validation.validate_affinity(
-        scheduling.get("affinity"), "spec.scheduling.affinity"
+    yield from _named(
+        Rule.TOLERATIONS_AND_AFFINITY,
+        k8s_validation.validate_affinity(scheduling.get("affinity"), "spec.scheduling.affinity"),
     )
     network_policy = as_dict(spec.get("networkPolicy"))
     for i, peer in enumerate(k8s_validation.as_list(network_policy.get("ingress"))):
         for selector in ("namespaceSelector", "podSelector"):
-            yield from k8s_validation.validate_label_selector(
-                as_dict(peer).get(selector), f"spec.networkPolicy.ingress[{i}].{selector}"
+            yield from _named(
+                Rule.KEYS_AND_VALUES,
+                k8s_validation.validate_label_selector(
+                    as_dict(peer).get(selector), f"spec.networkPolicy.ingress[{i}].{selector}"
+                ),
             )
     resources = as_dict(spec.get("resources"))
-    yield from k8s_validation.validate_resources(resources, "spec.resources")
+    yield from _named(
+        Rule.RESOURCES, k8s_validation.validate_resources(resources, "spec.resources")
+    )
     yield from _scratch_errors(as_dict(spec.get("scratch")), resources)
     yield from _url_credentials_errors(
         "spec.provider.baseURL",
@@ -280,6 +307,7 @@ def _name_errors(metadata: Mapping[str, Any]) -> list[FieldError]:
             f"invalid runtime name {shown(name)}: {problem}; the operator names the runtime's "
             f"Service and other objects after it and puts it in their {constants.LABEL_INSTANCE} "
             "label",
+            rule=Rule.RUNTIME_NAME,
         )
         for problem in k8s_validation.dns_1035_label_problems(name)
     ]
@@ -299,6 +327,7 @@ def _warnings(model: TrussiumRuntimeSpec) -> Iterator[FieldError]:
             "spec.image.tag",
             f"the mutable tag {MUTABLE_TAG!r} makes rollouts unreproducible; "
             "pin a version tag or a digest",
+            rule=Rule.MUTABLE_TAG,
         )
     # Defaulting fills only an absent or null count, so a count other than the default was set.
     default_replicas = TrussiumRuntimeSpec.model_fields["replicas"].default
@@ -306,8 +335,9 @@ def _warnings(model: TrussiumRuntimeSpec) -> Iterator[FieldError]:
         yield FieldError(
             "spec.replicas",
             "ignored while spec.autoscaling.enabled is true; the autoscaler owns the replica count",
+            rule=Rule.REPLICAS_WITH_AUTOSCALING,
         )
-    yield from provider_warnings(model)
+    yield from _named(Rule.PROVIDER_SETTINGS, provider_warnings(model))
 
 
 def validate_runtime(obj: object, old: object = None, *, stored: bool = False) -> ValidationResult:

@@ -24,6 +24,7 @@ from trussium_operator.common.constants import API_VERSION, GROUP, KIND
 from trussium_operator.common.defaulting import apply_defaults
 from trussium_operator.common.k8s_validation import FieldError
 from trussium_operator.common.ratcheting import consequence, tolerated
+from trussium_operator.common.rules import Rule
 from trussium_operator.common.validation import validate_runtime
 from trussium_operator.offline.manifests import Manifest, field_path
 
@@ -43,7 +44,8 @@ class Finding:
     """One problem of one object; `field` is a Kubernetes field path, never empty.
 
     `line` and `column` (1-based) point at the field in the file, or at its
-    nearest parent there, when the document came with positions.
+    nearest parent there, when the document came with positions; `rule` names
+    the rule broken (`common.rules`).
     """
 
     file: str
@@ -54,6 +56,7 @@ class Finding:
     message: str
     line: int | None = None
     column: int | None = None
+    rule: str = ""
 
     def __str__(self) -> str:
         severity = "warning: " if self.severity == "warning" else ""
@@ -157,40 +160,47 @@ def check_document(
     def at(path: str) -> tuple[int | None, int | None]:
         return (manifest.position(path) if manifest else None) or (None, None)
 
-    def finding(severity: Severity, path: str, message: str) -> Finding:
-        return Finding(*where, severity, path, message, *at(path))
+    def finding(severity: Severity, path: str, message: str, rule: str) -> Finding:
+        return Finding(*where, severity, path, message, *at(path), rule)
 
     near_miss = _near_miss(document)
     if near_miss is not None:
-        check.findings.append(finding("warning", *near_miss))
+        check.findings.append(finding("warning", *near_miss, Rule.NEAR_MISS))
         return check
     if document.get("kind") != KIND:
         return check
     if document.get("apiVersion") != API_VERSION:
-        check.findings.append(finding("error", "apiVersion", f"not served; use {API_VERSION}"))
+        check.findings.append(
+            finding("error", "apiVersion", f"not served; use {API_VERSION}", Rule.UNSERVED_VERSION)
+        )
         check.runtime = CheckedRuntime(*where, None, None)
         return check
     defaulted = apply_defaults(document).object
     result = validate_runtime(defaulted, stored=stored)  # defaults the spec again: a no-op walk
     findings = [
-        finding(severity, e.path, message)
+        finding(severity, e.path, message, e.rule)
         for e in result.errors
         for severity, message in [_judged(e, stored)]
     ]
-    findings += [finding("warning", w.path, w.message) for w in result.field_warnings]
+    findings += [finding("warning", w.path, w.message, w.rule) for w in result.field_warnings]
     for path, (line, column) in manifest.duplicates if manifest else ():
-        findings.append(Finding(*where, "warning", field_path(path), DUPLICATE_KEY, line, column))
+        findings.append(
+            Finding(
+                *where, "warning", field_path(path), DUPLICATE_KEY, line, column, Rule.DUPLICATE_KEY
+            )
+        )
     named = isinstance(name, str) and name != ""
     if named:
         check.named, check.name_at = (namespace, str(name)), at("metadata.name")
     elif name or not (generate_name and metadata.get("generateName")):
-        findings.append(
-            finding("error", "metadata.name", "must be a string" if name else "Required value")
-        )
+        message = "must be a string" if name else "Required value"
+        findings.append(finding("error", "metadata.name", message, Rule.NAME_REQUIRED))
     model: TrussiumRuntime | None = None
     if named and result.parsed and not any(f.severity == "error" for f in findings):
         model, problem = result.runtime, result.parsed.runtime_problem
-        findings += [finding("error", "metadata", problem)] if problem else []
+        findings += (
+            [finding("error", "metadata", problem, Rule.RUNTIME_METADATA)] if problem else []
+        )
     check.findings = findings
     check.runtime = CheckedRuntime(*where, defaulted, model)
     return check
@@ -219,7 +229,14 @@ def combine(checks: Iterable[DocumentCheck]) -> OfflineReport:
         )
         report.findings.append(
             Finding(
-                runtime.file, namespace, name, "warning", "metadata.name", message, *check.name_at
+                runtime.file,
+                namespace,
+                name,
+                "warning",
+                "metadata.name",
+                message,
+                *check.name_at,
+                Rule.DUPLICATE_RUNTIME,
             )
         )
     return report

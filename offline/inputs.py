@@ -5,11 +5,15 @@ Files, folders (searched recursively for manifests, version-control and
 `offline.manifests`. What cannot be read or parsed is reported, never
 raised, so one bad file does not hide the verdict on the others; a Helm
 template or a file with custom tags is set aside as skipped, since it is
-not meant for kubectl as it stands. An input larger than the cap
+not meant for kubectl as it stands. In a kustomize tree, the kustomization
+and its JSON 6902 patches are skipped too, and its strategic-merge patches
+are marked as such (`offline.kustomize`): the kustomization in the file's
+folder or any folder above it says which. An input larger than the cap
 (`MAX_FILE_MIB`, `--max-file-mib`) is refused unread: parsing costs memory
 and time in proportion to the text.
 """
 
+import functools
 import os
 import re
 from collections.abc import Sequence
@@ -17,6 +21,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from trussium_operator.offline.kustomize import (
+    JSON6902_PATCH,
+    KUSTOMIZATION,
+    KUSTOMIZATION_FILES,
+    operations_list,
+    patch_files,
+)
 from trussium_operator.offline.manifests import (
     Manifest,
     ManifestError,
@@ -52,12 +63,19 @@ class Unreadable:
 
 @dataclass
 class Inputs:
-    """What was read: `files` counts every input looked at, readable or not."""
+    """What was read: `files` counts every input looked at, readable or not.
+
+    `kustomize` are the `skipped` inputs that are a kustomization or its JSON 6902
+    patches (not templates: `--fail-on-skipped` does not fail them); `patches`
+    labels the files that are strategic-merge patches.
+    """
 
     manifests: list[tuple[str, Manifest]] = field(default_factory=list)
     files: int = 0
     problems: list[Unreadable] = field(default_factory=list)
     skipped: list[Unreadable] = field(default_factory=list)
+    kustomize: list[Unreadable] = field(default_factory=list)
+    patches: set[str] = field(default_factory=set)
 
     @property
     def documents(self) -> list[tuple[str, dict[str, Any]]]:
@@ -68,6 +86,8 @@ class Inputs:
         self.files += other.files
         self.problems += other.problems
         self.skipped += other.skipped
+        self.kustomize += other.kustomize
+        self.patches |= other.patches
 
 
 def read_manifests(
@@ -127,6 +147,12 @@ def read_inputs(files: Sequence[Input], stdin: TextIO, max_mib: int = MAX_FILE_M
     """Read and parse each input; problems and skipped inputs are reported in `Inputs`."""
     inputs = Inputs(files=len(files))
     for label, path in files:
+        role = _kustomize_role(path) if path is not None else None
+        if role in (KUSTOMIZATION, JSON6902_PATCH):
+            inputs.kustomize.append(Unreadable(label, f"skipped: {role}"))
+            inputs.skipped.append(inputs.kustomize[-1])
+            continue
+        text = ""
         try:
             text = _read_capped(stdin, path, max_mib * 2**20)
             manifests = read_manifests_text(text, label)
@@ -142,18 +168,64 @@ def read_inputs(files: Sequence[Input], stdin: TextIO, max_mib: int = MAX_FILE_M
             inputs.skipped.append(Unreadable(label, f"skipped: {error}", error.line, error.column))
             continue
         except ManifestError as error:
+            if role == _PATCH and operations_list(text):  # `patches` take JSON 6902 too
+                inputs.kustomize.append(Unreadable(label, f"skipped: {JSON6902_PATCH}"))
+                inputs.skipped.append(inputs.kustomize[-1])
+                continue
             reason = str(error).removeprefix(f"{label}: ")
             inputs.problems.append(Unreadable(label, reason, error.line, error.column))
             continue
         inputs.manifests += [(label, manifest) for manifest in manifests]
+        if role == _PATCH:
+            inputs.patches.add(label)
     return inputs
 
 
-def _read_capped(stdin: TextIO, path: Path | None, limit: int) -> str:
+_PATCH = "patch"
+_NO_PATCHES: tuple[frozenset[Path], frozenset[Path]] = (frozenset(), frozenset())
+
+
+def _kustomize_role(path: Path) -> str | None:
+    """KUSTOMIZATION, JSON6902_PATCH, _PATCH (strategic-merge, or either under `patches`)
+    or None, from the kustomizations of the file's folder and the folders above it."""
+    if path.name in KUSTOMIZATION_FILES:
+        return KUSTOMIZATION
+    resolved = path.resolve()
+    for folder in resolved.parents:
+        either, json6902 = _patches_of(folder)
+        if resolved in json6902:
+            return JSON6902_PATCH
+        if resolved in either:
+            return _PATCH
+    return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _patches_of(folder: Path) -> tuple[frozenset[Path], frozenset[Path]]:
+    """The patch files the kustomization in `folder` names, resolved; none if it has no
+    readable one (a broken kustomization is kustomize's to report)."""
+    for name in KUSTOMIZATION_FILES:
+        file = folder / name
+        if not file.is_file():
+            continue
+        try:
+            found = read_manifests_text(_read_capped(None, file, MAX_FILE_MIB * 2**20), name)
+        except (OSError, UnicodeDecodeError, TooLargeError, ManifestError):
+            return _NO_PATCHES
+        either, json6902 = patch_files(found[0].object) if found else ([], [])
+        return (
+            frozenset((folder / p).resolve() for p in either),
+            frozenset((folder / p).resolve() for p in json6902),
+        )
+    return _NO_PATCHES
+
+
+def _read_capped(stdin: TextIO | None, path: Path | None, limit: int) -> str:
     """The text of `path` (None: `stdin`), read no further than `limit` bytes past which
     TooLargeError is raised. Standard input is read in characters, each at least a byte,
     and then measured in UTF-8."""
     if path is None:
+        assert stdin is not None
         text = stdin.read(limit + 1)
         if len(text) > limit or len(text.encode("utf-8", "surrogatepass")) > limit:
             raise TooLargeError

@@ -7,7 +7,8 @@ process per core, forked after the imports), and prints the report in the
 format a CI system reads: text for people, JSON, JUnit XML or SARIF.
 Exit 0 when every TrussiumRuntime is valid, 1 when any is not (or, with
 --strict, has a warning), 2 on usage errors or unreadable input (and, with
---fail-on-skipped, on Helm templates and files with custom tags).
+--fail-on-skipped, on Helm templates and files with custom tags); 141 when the
+reader closes standard output first (`cmdline.pipes`).
 """
 
 import argparse
@@ -24,6 +25,8 @@ from typing import Any, TextIO
 import yaml
 
 from trussium_operator.cmdline.options import CONFIGURATION_ERROR, fail, package_version
+from trussium_operator.cmdline.pipes import closed_pipe
+from trussium_operator.common.rules import CATALOGUE, RULES_DOC, Rule
 from trussium_operator.offline.checks import (
     DocumentCheck,
     Finding,
@@ -39,6 +42,7 @@ from trussium_operator.offline.inputs import (
     find_inputs,
     read_inputs,
 )
+from trussium_operator.offline.kustomize import as_patch, without_directives
 
 PROGRAM = "trussium-webhook validate"
 OUTPUTS = ("text", "json", "junit", "sarif")
@@ -55,10 +59,12 @@ class Run:
     report: OfflineReport
     strict: bool
     fail_on_skipped: bool = False
+    docs_url: str = RULES_DOC
 
     @property
     def exit_code(self) -> int:
-        if self.inputs.problems or (self.fail_on_skipped and self.inputs.skipped):
+        templates = len(self.inputs.skipped) - len(self.inputs.kustomize)
+        if self.inputs.problems or (self.fail_on_skipped and templates):
             return CONFIGURATION_ERROR
         return 1 if self.report.failing(strict=self.strict) else 0
 
@@ -76,8 +82,10 @@ class Run:
         )
         if self.inputs.problems:
             line += f"; {len(self.inputs.problems)} input(s) unreadable"
-        if self.inputs.skipped:
-            line += f"; {len(self.inputs.skipped)} skipped (templates or custom tags)"
+        if templates := len(self.inputs.skipped) - len(self.inputs.kustomize):
+            line += f"; {templates} skipped (templates or custom tags)"
+        if self.inputs.kustomize:
+            line += f"; {len(self.inputs.kustomize)} kustomize file(s) skipped"
         return line + ("" if self.exit_code == 0 else " (failed)")
 
 
@@ -143,6 +151,14 @@ def add_validate_command(subparsers: "argparse._SubParsersAction[argparse.Argume
     )
     parser.add_argument("-o", "--output", choices=OUTPUTS, default="text")
     parser.add_argument(
+        "--rules-doc-url",
+        default=RULES_DOC,
+        metavar="URL",
+        help="where the rules are explained, for the help link of each SARIF rule "
+        f"(default: {RULES_DOC}, relative to the repository; give the absolute URL of that "
+        "file in the operator's sources or docs site)",
+    )
+    parser.add_argument(
         "--print-defaulted",
         action="store_true",
         help="print the defaulted objects (text output: as YAML on stdout, findings on stderr; "
@@ -173,8 +189,12 @@ def run_validate(args: argparse.Namespace) -> int:
     ):
         inputs.extend(chunk_inputs)
         checks += chunk_checks
-    run = Run(inputs, combine(checks), args.strict, args.fail_on_skipped)
-    WRITERS[args.output](run, args.print_defaulted, sys.stdout)
+    run = Run(inputs, combine(checks), args.strict, args.fail_on_skipped, args.rules_doc_url)
+    try:
+        WRITERS[args.output](run, args.print_defaulted, sys.stdout)
+        sys.stdout.flush()
+    except BrokenPipeError:  # the reader closed the pipe (`| head -1`): end as Unix tools do
+        return closed_pipe()
     return run.exit_code
 
 
@@ -199,7 +219,12 @@ def _check_files(
 
 def _check_chunk(files: list[Input], keep_defaulted: bool, stored: bool, max_mib: int) -> Checked:
     inputs = read_inputs(files, sys.stdin, max_mib)
-    checks = [check_document(file, m.object, m, stored=stored) for file, m in inputs.manifests]
+    checks = [
+        as_patch(check_document(file, without_directives(m.object), m, stored=stored))
+        if file in inputs.patches
+        else check_document(file, m.object, m, stored=stored)
+        for file, m in inputs.manifests
+    ]
     inputs.manifests = []  # checked: the report needs only the checks
     if not keep_defaulted:  # nor, then, the objects
         for check in checks:
@@ -276,14 +301,6 @@ def _write_junit(run: Run, _: bool, out: TextIO) -> None:
     out.write(ET.tostring(suite, encoding="unicode", xml_declaration=True) + "\n")
 
 
-_SARIF_RULES = {
-    "invalid": "a TrussiumRuntime the API server or the webhook would reject",
-    "warning": "a TrussiumRuntime kubectl apply accepts with a warning, or a near miss",
-    "unreadable": "an input that is not readable YAML or JSON",
-    "skipped": "a Helm template or a file with custom tags, not meant for kubectl as it stands",
-}
-
-
 def _sarif_location(file: str, line: int | None, column: int | None) -> dict[str, Any]:
     """The file, and the line and column when the parser gave them."""
     location: dict[str, Any] = {"artifactLocation": {"uri": file}}
@@ -292,12 +309,24 @@ def _sarif_location(file: str, line: int | None, column: int | None) -> dict[str
     return location
 
 
+def _sarif_rules(docs_url: str) -> list[dict[str, Any]]:
+    """Every rule of the catalogue, each with its section of the rules document."""
+    return [
+        {
+            "id": rule,
+            "shortDescription": {"text": doc.summary},
+            "helpUri": f"{docs_url}#{doc.anchor}",
+        }
+        for rule, doc in CATALOGUE.items()
+    ]
+
+
 def _write_sarif(run: Run, _: bool, out: TextIO) -> None:
-    """SARIF 2.1.0 for code-scanning tools; regions point at the field (or where parsing
-    stopped), logical locations name the object."""
+    """SARIF 2.1.0 for code-scanning tools: each result names the rule it breaks; regions
+    point at the field (or where parsing stopped), logical locations name the object."""
     results = [
         {
-            "ruleId": "invalid" if finding.severity == "error" else "warning",
+            "ruleId": finding.rule,
             "level": "error" if finding.severity == "error" or run.strict else "warning",
             "message": {"text": str(finding).removeprefix(f"{finding.file}: ")},
             "locations": [
@@ -312,11 +341,12 @@ def _write_sarif(run: Run, _: bool, out: TextIO) -> None:
         for finding in run.report.findings
     ]
     read_results: list[tuple[str, str, Unreadable]] = [
-        ("unreadable", "error", problem) for problem in run.inputs.problems
+        (Rule.UNREADABLE, "error", problem) for problem in run.inputs.problems
     ]
     read_results += [
-        ("skipped", "error" if run.fail_on_skipped else "note", skipped)
+        (Rule.SKIPPED, "error" if run.fail_on_skipped and template else "note", skipped)
         for skipped in run.inputs.skipped
+        for template in [skipped not in run.inputs.kustomize]
     ]
     results += [
         {
@@ -327,10 +357,11 @@ def _write_sarif(run: Run, _: bool, out: TextIO) -> None:
         }
         for rule, level, item in read_results
     ]
-    rules = [
-        {"id": rule, "shortDescription": {"text": text}} for rule, text in _SARIF_RULES.items()
-    ]
-    driver = {"name": PROGRAM, "version": package_version(), "rules": rules}
+    driver = {
+        "name": PROGRAM,
+        "version": package_version(),
+        "rules": _sarif_rules(run.docs_url),
+    }
     document = {
         "$schema": SARIF_SCHEMA,
         "version": "2.1.0",

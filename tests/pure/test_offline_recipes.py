@@ -46,10 +46,14 @@ def gitlab_job() -> dict[str, Any]:
 
 
 def pre_commit_hook() -> dict[str, Any]:
+    """The page's hook, as this repository's .pre-commit-hooks.yaml defines it."""
     (block,) = [b for b in yaml_blocks() if isinstance(b, dict) and "repos" in b]
     (hook,) = block["repos"][0]["hooks"]
+    defined = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())
+    (definition,) = [h for h in defined if h["id"] == hook["id"]]
+    assert isinstance(definition, dict)
     assert isinstance(hook, dict)
-    return hook
+    return {**definition, **hook}
 
 
 @pytest.fixture
@@ -116,12 +120,12 @@ def test_gitlab_job_writes_a_junit_report_either_way(checkout: Path) -> None:
 
 def test_pre_commit_hook_with_several_staged_files(checkout: Path) -> None:
     hook = pre_commit_hook()
-    assert hook["language"] == "system"
+    assert hook["language"] == "python"
     (checkout / "deploy" / "broken.yaml").write_text(INVALID)
     staged = ["deploy/chat.yaml", "deploy/team/batch.yml", "deploy/service.yaml", "README.md"]
     matching = [name for name in staged if re.search(hook["files"], name)]
     assert matching == staged[:3]
-    entry = hook["entry"]
+    entry = shlex.join([*shlex.split(hook["entry"]), *hook["args"]])
     assert shell(f"{entry} {shlex.join(matching)}", checkout).returncode == 0
     failing = shell(f"{entry} {shlex.join([*matching, 'deploy/broken.yaml'])}", checkout)
     assert failing.returncode == 1, failing.stderr

@@ -226,6 +226,7 @@ def test_json_output_fills_field_on_every_finding(capsys: pytest.CaptureFixture[
         "message": "exactly one of tag or digest must be specified",
         "line": 7,
         "column": 3,
+        "rule": "ImageTagOrDigest",
     } in report["errors"]
     assert report["warnings"] == [
         {  # an OpenAI runtime whose key is in its URL has none the runtime can use
@@ -239,6 +240,7 @@ def test_json_output_fills_field_on_every_finding(capsys: pytest.CaptureFixture[
             "takes any value)",
             "line": 10,
             "column": 3,
+            "rule": "ProviderSettings",
         },
         {
             "file": LATEST,
@@ -250,6 +252,7 @@ def test_json_output_fills_field_on_every_finding(capsys: pytest.CaptureFixture[
             "pin a version tag or a digest",
             "line": 9,
             "column": 5,
+            "rule": "MutableImageTag",
         },
     ]
     assert all(finding["field"] for finding in report["errors"] + report["warnings"])
@@ -433,13 +436,16 @@ def test_sarif_regions_point_at_the_field_and_at_parse_errors(
     }
     autoscaling = (SAMPLES / "invalid" / "autoscaling.yaml").read_text().splitlines()
     line = next(i for i, text in enumerate(autoscaling, 1) if text.strip() == "autoscaling:")
-    assert regions[("invalid", "spec.autoscaling")] == {"startLine": line, "startColumn": 3}
-    (unreadable,) = [r for r in results if r["ruleId"] == "unreadable"]
+    assert regions[("AutoscalingBounds", "spec.autoscaling")] == {
+        "startLine": line,
+        "startColumn": 3,
+    }
+    (unreadable,) = [r for r in results if r["ruleId"] == "Unreadable"]
     assert unreadable["locations"][0]["physicalLocation"]["region"] == {
         "startLine": 4,
         "startColumn": 6,
     }
-    assert [r["level"] for r in results if r["ruleId"] == "skipped"] == ["note"]
+    assert [r["level"] for r in results if r["ruleId"] == "Skipped"] == ["note"]
 
 
 def test_many_files_are_checked_in_processes_with_the_same_report(
