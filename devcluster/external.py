@@ -28,6 +28,7 @@ KUBECONFIG_CHOICE = "kubeconfig"
 LOCAL_CHOICE = "local"
 CLIENT_BINARIES = ("kubectl", "helm")
 REACH_TIMEOUT_SECONDS = 30.0
+REQUEST_TIMEOUT_SECONDS = 5
 
 
 class ClusterChoiceError(ValueError):
@@ -157,7 +158,10 @@ class ExternalCluster(ControlPlane):
             self._ca_file = Path(cluster["certificate-authority"])
 
     def _ready(self) -> bool:
-        answer = self.kubectl("get", "--raw", "/readyz", check=False, timeout=10.0)
+        answer = self.kubectl(
+            "get", "--raw", "/readyz", f"--request-timeout={REQUEST_TIMEOUT_SECONDS}s",
+            check=False, timeout=REQUEST_TIMEOUT_SECONDS + 5,
+        )  # fmt: skip
         self._last_error = answer.stderr.strip()[-500:]
         return answer.returncode == 0
 
