@@ -98,7 +98,9 @@ crd: venv
 cluster: venv components $(if $(filter node,$(PROFILE)),node-components)
 	$(BIN)/python -m devcluster up --profile $(or $(PROFILE),cluster)
 
-demo: venv components
+# TRUSSIUM_CLUSTER=kubeconfig: on the cluster of $KUBECONFIG, which needs kubectl and
+# helm alone of the pinned components (docs/local-control-plane.md, "A cluster of your own").
+demo: venv $(if $(filter kubeconfig,$(TRUSSIUM_CLUSTER)),,components)
 	$(BIN)/python -m hack.demo $(if $(ONCE),--once,)
 
 # The one-file install bundle, $(DIST)/install.yaml, rendered from the chart

@@ -6,6 +6,10 @@ self-managed CA, then walks through provisioning, an upgrade, an admission
 rejection and a render preview. Afterwards it stays up for `kubectl` until
 Ctrl-C; with `--once` it stops instead and exits 0 only if every step
 behaved as expected.
+
+With `TRUSSIUM_CLUSTER=kubeconfig` it uses the cluster of `$KUBECONFIG`
+instead: the chart installs the operator there (hack/demo_release.py), the
+same steps run, and on leaving it removes what it created except the CRD.
 """
 
 import argparse
@@ -18,7 +22,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from devcluster import ControlPlane, Profile, polling
+from devcluster.external import ClusterChoiceError, ExternalCluster, chosen_kubeconfig
 from devcluster.hostoperator import HostOperator, install_crds
+from hack.demo_release import ChartRelease
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"
@@ -187,36 +193,81 @@ def hold(plane: ControlPlane, operator: HostOperator) -> None:
         time.sleep(1)
 
 
+def run_scenario(demo: Demo, say: Narrator) -> None:
+    say.step("Provisioning a runtime")
+    demo.provision()
+    say.step(f"Upgrading its image to {UPGRADE_TAG}")
+    demo.upgrade()
+    say.step("Applying an invalid runtime: the webhook rejects it")
+    demo.reject_invalid()
+    say.step("Previewing what the operator would create")
+    demo.preview()
+    print("\n\033[1mEvery step behaved as expected.\033[0m", flush=True)
+
+
+def on_local_plane(once: bool) -> None:
+    say = Narrator(steps=7)
+    say.step("Starting the local control plane (etcd, apiserver, controllers, kwok nodes)")
+    with ControlPlane(Profile.CLUSTER) as plane:
+        say.say(f"API server {plane.server}; kubeconfig {plane.kubeconfig}")
+        say.step("Installing the TrussiumRuntime CRD")
+        install_crds(plane)
+        say.step("Starting the webhook and the controller (chart RBAC, self-managed CA)")
+        with HostOperator(plane) as operator:
+            say.say(f"webhook {operator.webhook_url}, controller leader-elected")
+            run_scenario(Demo(plane, say), say)
+            if not once:
+                hold(plane, operator)
+
+
+def on_given_cluster(kubeconfig: Path, once: bool) -> None:
+    say = Narrator(steps=6)
+    say.step(f"Reaching the cluster of {kubeconfig} (TRUSSIUM_CLUSTER=kubeconfig)")
+    with ExternalCluster(kubeconfig) as cluster:
+        say.say(f"API server {cluster.server}")
+        say.step("Installing the operator with its chart (CRD, RBAC, webhook, controller)")
+        with ChartRelease(cluster) as release:
+            say.say(f"release in namespace {release.namespace}, image {release.image()}")
+            try:
+                run_scenario(Demo(cluster, say), say)
+                if not once:
+                    print(f"\n\033[1mThe operator runs in {cluster.server}. Try it:\033[0m")
+                    print(f"  kubectl get truntime -A -o wide; kubectl events -n {NAMESPACE}")
+                    print(f"  logs: {release.logs_hint()}")
+                    print("Press Ctrl-C to remove what the demo created (the CRD stays).")
+                    while True:
+                        time.sleep(1)
+            finally:
+                # Before the operator goes: its runtimes' objects are deleted with them.
+                cluster.kubectl(
+                    "delete", "namespace", NAMESPACE, "--ignore-not-found", "--timeout=120s",
+                    check=False,
+                )  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="make demo", description=__doc__)
     parser.add_argument("--once", action="store_true", help="run the scenario, then stop")
     args = parser.parse_args(argv)
-    say = Narrator(steps=7)
     try:
-        say.step("Starting the local control plane (etcd, apiserver, controllers, kwok nodes)")
-        with ControlPlane(Profile.CLUSTER) as plane:
-            say.say(f"API server {plane.server}; kubeconfig {plane.kubeconfig}")
-            say.step("Installing the TrussiumRuntime CRD")
-            install_crds(plane)
-            say.step("Starting the webhook and the controller (chart RBAC, self-managed CA)")
-            with HostOperator(plane) as operator:
-                say.say(f"webhook {operator.webhook_url}, controller leader-elected")
-                demo = Demo(plane, say)
-                say.step("Provisioning a runtime")
-                demo.provision()
-                say.step(f"Upgrading its image to {UPGRADE_TAG}")
-                demo.upgrade()
-                say.step("Applying an invalid runtime: the webhook rejects it")
-                demo.reject_invalid()
-                say.step("Previewing what the operator would create")
-                demo.preview()
-                print("\n\033[1mEvery step behaved as expected.\033[0m", flush=True)
-                if not args.once:
-                    hold(plane, operator)
+        given = chosen_kubeconfig()
+    except ClusterChoiceError as error:
+        print(f"demo: {error}", file=sys.stderr)
+        return 2
+    try:
+        if given is None:
+            on_local_plane(args.once)
+        else:
+            on_given_cluster(given, args.once)
     except KeyboardInterrupt:
         print("\nstopped; nothing left running.")
         return 0
-    except (DemoStepError, subprocess.CalledProcessError, RuntimeError) as error:
+    except (
+        DemoStepError,
+        polling.WaitTimeoutError,
+        subprocess.CalledProcessError,
+        RuntimeError,
+    ) as error:
         detail = getattr(error, "stderr", "") or ""
         print(f"\ndemo failed: {error}\n{detail}", file=sys.stderr)
         return 1

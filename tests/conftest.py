@@ -5,18 +5,26 @@ Mark a test `@pytest.mark.api` (etcd + kube-apiserver) or
 for `plane`, `namespace`, `kubectl` or `api_client`. Each profile's plane is
 started once per session, and only if some selected test asks for it, so
 `pytest -m "not api and not cluster"` never starts one.
+
+With `TRUSSIUM_CLUSTER=kubeconfig`, the cluster tier runs on the cluster of
+`$KUBECONFIG` instead (devcluster.external); the tests that need our own
+plane's internals, and the api, node and faults tiers, skip with the reason.
 """
 
 import secrets
 import subprocess
 from collections.abc import AsyncIterator, Callable, Generator, Iterator
+from pathlib import Path
 
 import pytest
 from kubernetes_asyncio import client, config
 
 from devcluster import ControlPlane, Profile
+from devcluster.external import ClusterChoiceError, ExternalCluster, chosen_kubeconfig
 
 PLANE_KEY = pytest.StashKey[ControlPlane]()
+GIVEN_KUBECONFIG = pytest.StashKey[Path | None]()
+OWN_PLANE_TIERS = ("api", "node", "faults")
 LOG_TAIL_LINES = 30
 
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]
@@ -29,9 +37,35 @@ def api_plane() -> Iterator[ControlPlane]:
 
 
 @pytest.fixture(scope="session")
-def cluster_plane() -> Iterator[ControlPlane]:
-    with ControlPlane(Profile.CLUSTER) as plane:
+def cluster_plane(pytestconfig: pytest.Config) -> Iterator[ControlPlane]:
+    given = pytestconfig.stash[GIVEN_KUBECONFIG]
+    with ExternalCluster(given) if given else ControlPlane(Profile.CLUSTER) as plane:
         yield plane
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    try:
+        config.stash[GIVEN_KUBECONFIG] = chosen_kubeconfig()
+    except ClusterChoiceError as error:
+        raise pytest.UsageError(str(error)) from None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """On a given cluster, skip what needs the local plane, saying what it needs."""
+    given = config.stash[GIVEN_KUBECONFIG]
+    if given is None:
+        return
+    for item in items:
+        own = item.get_closest_marker("own_plane")
+        tier = next((t for t in OWN_PLANE_TIERS if item.get_closest_marker(t)), None)
+        if own is not None:
+            need = own.args[0] if own.args else "the local control plane"
+        elif tier is not None:
+            need = f"the local control plane (the {tier} tier)"
+        else:
+            continue
+        reason = f"needs {need}; TRUSSIUM_CLUSTER=kubeconfig gives {given}"
+        item.add_marker(pytest.mark.skip(reason=reason))
 
 
 @pytest.fixture

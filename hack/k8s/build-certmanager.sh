@@ -9,6 +9,8 @@
 # cert-manager and cert-manager-crds.yaml).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=go-version.sh
+source "$here/go-version.sh"
 # shellcheck source=certmanager.env
 source "$here/certmanager.env"
 binary=cert-manager
@@ -32,7 +34,7 @@ exec 9>"$cache/.lock"
 flock 9
 if built; then echo "$bin"; exit 0; fi
 
-command -v go >/dev/null || { echo "Go is required to build cert-manager (see README)" >&2; exit 1; }
+require_go "$GO_MIN_CERT_MANAGER" "cert-manager"
 mkdir -p "$bin"
 work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
 export CGO_ENABLED=0 GOFLAGS=-trimpath GOTOOLCHAIN=local

@@ -8,6 +8,8 @@
 # nothing. TRUSSIUM_NODE_BIN_DIR=/path/with/binaries skips the build.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=go-version.sh
+source "$here/go-version.sh"
 # shellcheck source=pins.sh
 source "$here/pins.sh"
 # shellcheck source=node-versions.env
@@ -36,7 +38,7 @@ exec 9>"$cache/.node-lock${pins_override:+-$key}"
 flock 9
 if all_built; then echo "$bin"; exit 0; fi
 
-command -v go >/dev/null || { echo "Go is required to build the node components (see README)" >&2; exit 1; }
+require_go "$GO_MIN_NODE" "the node components"
 mkdir -p "$bin"
 work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
 export CGO_ENABLED=0 GOFLAGS=-trimpath GOTOOLCHAIN=local

@@ -12,6 +12,8 @@
 # pods Running and Ready) is taken from the pinned kwok module at build time.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=go-version.sh
+source "$here/go-version.sh"
 # shellcheck source=pins.sh
 source "$here/pins.sh"
 components=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok helm)
@@ -49,7 +51,7 @@ exec 9>"$cache/.lock${pins_override:+-$key}"
 flock 9
 if all_built; then echo "$bin"; exit 0; fi
 
-command -v go >/dev/null || { echo "Go is required to build the Kubernetes components (see README)" >&2; exit 1; }
+require_go "$GO_MIN_COMPONENTS" "the Kubernetes components"
 mkdir -p "$bin"
 work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
 export CGO_ENABLED=0 GOFLAGS=-trimpath GOTOOLCHAIN=local

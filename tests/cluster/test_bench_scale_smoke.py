@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.cluster
+OWN_PLANE = pytest.mark.own_plane("a control plane of its own (the scale benchmark starts one)")
+pytestmark = [pytest.mark.cluster, OWN_PLANE]
 
 STEP_NUMBERS = (
     "apply_seconds",

@@ -25,7 +25,10 @@ from tests.support.host_programs import (
     running_chart_programs,
 )
 
-pytestmark = pytest.mark.cluster
+OWN_PLANE = pytest.mark.own_plane(
+    "the operator as host processes that the API server calls on 127.0.0.1"
+)
+pytestmark = [pytest.mark.cluster, OWN_PLANE]
 SECRET_VALUE = "sk-chart-rbac-do-not-log"  # must never show up in either program's log
 
 

@@ -51,7 +51,10 @@ from tests.support.chart import CHART, find, fullname, release_name, render
 from tests.support.host_programs import ca_injected, chart_args, token_kubeconfig
 from trussium_operator.certs.authority import decode_certificates
 
-pytestmark = pytest.mark.cluster
+OWN_PLANE = pytest.mark.own_plane(
+    "the operator as host processes that the API server calls on 127.0.0.1"
+)
+pytestmark = [pytest.mark.cluster, OWN_PLANE]
 
 REPO = Path(__file__).resolve().parents[2]
 # The last commit whose webhook kept its own CA (the chart and programs before ADR 0029).

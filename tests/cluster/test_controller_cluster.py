@@ -35,7 +35,10 @@ from devcluster.controller_harness import (
 )
 from devcluster.hostoperator import install_crds
 
-pytestmark = pytest.mark.cluster
+OWN_PLANE = pytest.mark.own_plane(
+    "kwok nodes (Pods of an image no registry serves turn Ready) and the audit log"
+)
+pytestmark = [pytest.mark.cluster, OWN_PLANE]
 OWNED_KINDS = ("configmap", "serviceaccount", "service", "deployment", "poddisruptionbudget")
 # The idle window, counted in the controller's own Lease renewals (one per 2 s retry period).
 IDLE_RENEWALS = 5

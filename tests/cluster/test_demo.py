@@ -12,6 +12,7 @@ DEMO_TIMEOUT_SECONDS = 600
 
 
 @pytest.mark.cluster
+@pytest.mark.own_plane("the demo's own local control plane (it checks that nothing of it is left)")
 def test_demo_runs_every_step_and_leaves_nothing_behind() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "hack.demo", "--once"],

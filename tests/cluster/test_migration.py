@@ -90,6 +90,9 @@ def template(deployment: Obj) -> Obj:
 
 
 @pytest.mark.cluster
+@pytest.mark.own_plane(
+    "kwok nodes (Pods of an image no registry serves turn Ready) and the audit log"
+)
 def test_switching_rolls_once_prunes_stale_values_and_keeps_what_others_own(
     plane: ControlPlane, namespace: str, tmp_path: Path
 ) -> None:

@@ -32,7 +32,10 @@ from tests.support.go_operator import (
 )
 from tests.support.migration_guide import guide_steps
 
-pytestmark = pytest.mark.cluster
+OWN_PLANE = pytest.mark.own_plane(
+    "the operator as host processes that the API server calls on 127.0.0.1"
+)
+pytestmark = [pytest.mark.cluster, OWN_PLANE]
 GO_CHART = Path(__file__).resolve().parents[1] / "fixtures" / "go-operator-chart"
 GO_NAMESPACE = "trussium-go"
 GO_RELEASE = "trussium"

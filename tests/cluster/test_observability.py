@@ -26,7 +26,15 @@ from hack.dashboard import load, queries
 from tests.support.chart import find, fullname, render
 from tests.support.promql import reads
 
-pytestmark = [pytest.mark.cluster, pytest.mark.skipif(BINARY is None, reason=MISSING)]
+OWN_PLANE = pytest.mark.own_plane(
+    "kwok nodes (Pods of an image no registry serves turn Ready) and the operator as host "
+    "processes that the API server calls on 127.0.0.1"
+)
+pytestmark = [
+    pytest.mark.cluster,
+    OWN_PLANE,
+    pytest.mark.skipif(BINARY is None, reason=MISSING),
+]
 
 # Series this scenario cannot have: each exists only once something happens.
 ABSENT_HERE = {

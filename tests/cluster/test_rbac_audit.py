@@ -50,7 +50,8 @@ from tests.support.host_programs import (
 from trussium_operator.common.api import TrussiumRuntime
 from trussium_operator.controller.runtime.kinds import MANAGED_KINDS, disabled_kinds
 
-pytestmark = pytest.mark.cluster
+OWN_PLANE = pytest.mark.own_plane("the API server's audit log")
+pytestmark = [pytest.mark.cluster, OWN_PLANE]
 
 ADMISSION = "--enable-admission-plugins=OwnerReferencesPermissionEnforcement"
 LEGACY_MANAGER = "manager"  # the Go operator's field manager (the chart's legacyFieldManagers)

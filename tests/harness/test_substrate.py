@@ -46,6 +46,7 @@ def _pid_alive(pid: int) -> bool:
 
 
 @pytest.mark.cluster
+@pytest.mark.own_plane("its kwok nodes")
 def test_deployment_becomes_available_with_ready_pods_on_kwok_nodes(
     kubectl: Kubectl, namespace: str
 ) -> None:
