@@ -26,8 +26,12 @@ from trussium_operator.common.api import (
 from trussium_operator.common.images import render_image
 from trussium_operator.common.lifecycle import desired_replicas
 from trussium_operator.common.quantity import QuantityError, parse_quantity
+from trussium_operator.common.references import credential_secret_names
 
 Manifest = dict[str, Any]
+# A referenced Secret's name -> "<uid>/<resourceVersion>", as the controller's
+# metadata-only Secret watch last saw it: the Secret's identity and version, never its data.
+SecretVersions = Mapping[str, str]
 
 
 def _dump(model: BaseModel) -> dict[str, Any]:
@@ -181,12 +185,19 @@ def render_service(runtime: TrussiumRuntime) -> Manifest:
         "port": service.port,
         "targetPort": c.PORT_NAME,
     }
-    spec = {
+    spec: dict[str, Any] = {
         "type": service.type,
         "selector": selector_labels(runtime.metadata.name),
         "ports": [port],
     }
-    return _object(runtime, "Service", spec=spec)
+    if service.load_balancer_source_ranges is not None:
+        spec["loadBalancerSourceRanges"] = list(service.load_balancer_source_ranges)
+    if service.external_traffic_policy is not None:
+        spec["externalTrafficPolicy"] = service.external_traffic_policy
+    manifest = _object(runtime, "Service", spec=spec)
+    if service.annotations:
+        manifest["metadata"]["annotations"] = dict(service.annotations)
+    return manifest
 
 
 def _probe(path: str, timing: tuple[int, int, int]) -> dict[str, Any]:
@@ -264,7 +275,22 @@ def _termination_grace_seconds(spec: TrussiumRuntimeSpec) -> int:
     return (drain or c.DEFAULT_SHUTDOWN_DRAIN_SECONDS) + c.TERMINATION_GRACE_MARGIN_SECONDS
 
 
-def _pod_template(runtime: TrussiumRuntime, checksum: str) -> dict[str, Any]:
+def secret_versions_annotation(
+    spec: TrussiumRuntimeSpec, versions: SecretVersions
+) -> dict[str, str]:
+    """With rollOnSecretChange, the credentials Secrets' versions in the Pod template:
+    an update of one changes the template, so the Deployment rolls its Pods once.
+    Empty when off, or when no version is known (an offline render)."""
+    if not spec.roll_on_secret_change:
+        return {}
+    names = credential_secret_names(spec)
+    known = [f"{name}={versions[name]}" for name in names if name in versions]
+    return {c.SECRET_VERSIONS_ANNOTATION: ",".join(known)} if known else {}
+
+
+def _pod_template(
+    runtime: TrussiumRuntime, checksum: str, secret_versions: SecretVersions
+) -> dict[str, Any]:
     name = runtime.metadata.name
     spec = runtime.spec
     pod_metadata = spec.pod_metadata
@@ -272,7 +298,11 @@ def _pod_template(runtime: TrussiumRuntime, checksum: str) -> dict[str, Any]:
     user_annotations = (pod_metadata.annotations if pod_metadata else None) or {}
     labels = {k: v for k, v in user_labels.items() if k not in c.OPERATOR_LABEL_KEYS}
     labels.update(operator_labels(name))
-    annotations = {**user_annotations, c.CONFIG_CHECKSUM_ANNOTATION: checksum}
+    annotations = {
+        **user_annotations,
+        c.CONFIG_CHECKSUM_ANNOTATION: checksum,
+        **secret_versions_annotation(spec, secret_versions),
+    }
     pod: dict[str, Any] = {
         "serviceAccountName": name,
         "automountServiceAccountToken": False,
@@ -308,7 +338,9 @@ def _pod_template(runtime: TrussiumRuntime, checksum: str) -> dict[str, Any]:
 
 
 def render_deployment(
-    runtime: TrussiumRuntime, live_deployment: Mapping[str, Any] | None = None
+    runtime: TrussiumRuntime,
+    live_deployment: Mapping[str, Any] | None = None,
+    secret_versions: SecretVersions | None = None,
 ) -> Manifest:
     """The workload; with autoscaling on, the live replica count is kept as the HPA set it."""
     checksum = config_checksum(config_data(runtime.spec))
@@ -321,7 +353,7 @@ def render_deployment(
         },
         "progressDeadlineSeconds": c.PROGRESS_DEADLINE_SECONDS,
         "revisionHistoryLimit": c.REVISION_HISTORY_LIMIT,
-        "template": _pod_template(runtime, checksum),
+        "template": _pod_template(runtime, checksum, secret_versions or {}),
     }
     return _object(runtime, "Deployment", spec=spec)
 

@@ -18,6 +18,7 @@ from trussium_operator.common import constants as c
 from trussium_operator.common.api import TrussiumRuntime
 from trussium_operator.common.render import (
     Manifest,
+    SecretVersions,
     network_policy_enabled,
     render_autoscaler,
     render_config_map,
@@ -32,9 +33,10 @@ from trussium_operator.controller.machinery.cache import Obj
 from trussium_operator.controller.machinery.kube import Resource
 from trussium_operator.controller.steps import DEPLOYMENT_STEP, PLAIN, SERVICE_STEP, ApplyStep
 
-# A kind's manifest from the runtime and the cached Deployment (which only the
-# Deployment's own render reads: an autoscaler's replica count is kept).
-Render = Callable[[TrussiumRuntime, Obj | None], Manifest]
+# A kind's manifest from the runtime, the cached Deployment and the referenced Secrets'
+# versions (which only the Deployment's own render reads: an autoscaler's replica count
+# is kept, and with rollOnSecretChange the versions go in its Pod template).
+Render = Callable[[TrussiumRuntime, Obj | None, SecretVersions], Manifest]
 
 
 def _always(runtime: TrussiumRuntime) -> bool:
@@ -60,10 +62,12 @@ class ManagedKind:
 
 
 def _runtime_only(render: Callable[[TrussiumRuntime], Manifest]) -> Render:
-    return lambda runtime, cached_deployment: render(runtime)
+    return lambda runtime, cached_deployment, secret_versions: render(runtime)
 
 
-def _autoscaler(runtime: TrussiumRuntime, cached_deployment: Obj | None) -> Manifest:
+def _autoscaler(
+    runtime: TrussiumRuntime, cached_deployment: Obj | None, secret_versions: SecretVersions
+) -> Manifest:
     settings = runtime.spec.enabled_autoscaling
     if settings is None:
         raise ValueError("an autoscaler is rendered only with autoscaling on")
@@ -119,9 +123,13 @@ def render_managed_objects(
     runtime: TrussiumRuntime,
     cached_deployment: Obj | None = None,
     kinds: tuple[ManagedKind, ...] = MANAGED_KINDS,
+    secret_versions: SecretVersions | None = None,
 ) -> list[Manifest]:
     """Every object to apply, in apply order."""
-    return [kind.render(runtime, cached_deployment) for kind in kinds if kind.enabled(runtime)]
+    versions = secret_versions or {}
+    return [
+        kind.render(runtime, cached_deployment, versions) for kind in kinds if kind.enabled(runtime)
+    ]
 
 
 def disabled_kinds(

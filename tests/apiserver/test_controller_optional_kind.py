@@ -22,7 +22,7 @@ from trussium_operator.cmdline.kubeconfig import new_api_client
 from trussium_operator.cmdline.secure_metrics import MetricsOptions
 from trussium_operator.common.api import TrussiumRuntime
 from trussium_operator.common.images import render_image
-from trussium_operator.common.render import render_config_map
+from trussium_operator.common.render import SecretVersions, render_config_map
 from trussium_operator.controller.kinds import MANAGED_KINDS, OWNED, ManagedKind
 from trussium_operator.controller.machinery.cache import Obj
 from trussium_operator.controller.machinery.kube import ApiError, Kube, Resource
@@ -55,7 +55,9 @@ def gadget_crd(resource: Resource) -> Obj:
 
 
 def gadget_kind(resource: Resource) -> ManagedKind:
-    def render(runtime: TrussiumRuntime, cached_deployment: Obj | None) -> Obj:
+    def render(
+        runtime: TrussiumRuntime, cached_deployment: Obj | None, secret_versions: SecretVersions
+    ) -> Obj:
         metadata = render_config_map(runtime)["metadata"]  # the operator's labels and owner
         spec = {"image": render_image(runtime.spec.image)}
         return {
