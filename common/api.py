@@ -255,7 +255,7 @@ class ProviderSpec(K8sModel):
     credentials_secret_ref: SecretKeyReference | None = Field(
         None,
         description="The Secret key holding the provider API key, passed to the runtime as "
-        "TRUSSIUM_PROVIDER__API_KEY. The operator only checks that the Secret exists.",
+        "TRUSSIUM_PROVIDER__API_KEY. The operator reads only the Secret's metadata.",
     )
 
     @field_validator("base_url")
@@ -349,7 +349,7 @@ class RerankingSpec(K8sModel):
     credentials_secret_ref: SecretKeyReference | None = Field(
         None,
         description="The Secret key holding the TEI API key, passed to the runtime as "
-        "TRUSSIUM_RERANKING__API_KEY. The operator only checks that the Secret exists.",
+        "TRUSSIUM_RERANKING__API_KEY. The operator reads only the Secret's metadata.",
     )
 
     @field_validator("base_url")
