@@ -261,7 +261,7 @@ class ProviderSpec(K8sModel):
     credentials_secret_ref: SecretKeyReference | None = Field(
         None,
         description="The Secret key holding the provider API key, passed to the runtime as "
-        "TRUSSIUM_PROVIDER__API_KEY. The operator only checks that the Secret exists.",
+        "TRUSSIUM_PROVIDER__API_KEY. The operator reads only the Secret's metadata.",
     )
 
     @field_validator("base_url")
@@ -355,7 +355,7 @@ class RerankingSpec(K8sModel):
     credentials_secret_ref: SecretKeyReference | None = Field(
         None,
         description="The Secret key holding the TEI API key, passed to the runtime as "
-        "TRUSSIUM_RERANKING__API_KEY. The operator only checks that the Secret exists.",
+        "TRUSSIUM_RERANKING__API_KEY. The operator reads only the Secret's metadata.",
     )
 
     @field_validator("base_url")
@@ -414,8 +414,23 @@ class ObservabilitySpec(K8sModel):
     tracing: TracingSpec | None = Field(None, description="OpenTelemetry trace export.")
 
 
+LOAD_BALANCER_FIELDS_NEED_LOAD_BALANCER = CelRule(
+    rule="self.type == 'LoadBalancer' || "
+    "(!has(self.loadBalancerSourceRanges) && !has(self.externalTrafficPolicy))",
+    message="loadBalancerSourceRanges and externalTrafficPolicy apply only to type LoadBalancer",
+    holds=lambda service: (
+        service.type == "LoadBalancer"
+        or (service.load_balancer_source_ranges is None and service.external_traffic_policy is None)
+    ),
+)
+
+
 class ServiceSpec(K8sModel):
     """The Service in front of the runtime."""
+
+    model_config = K8sModel.model_config | {
+        "json_schema_extra": _cel(LOAD_BALANCER_FIELDS_NEED_LOAD_BALANCER)
+    }
 
     type: Literal["ClusterIP", "NodePort", "LoadBalancer"] = Field(
         "ClusterIP", description="The Service type."
@@ -423,6 +438,29 @@ class ServiceSpec(K8sModel):
     port: Annotated[int, _bounds(1, 65535), INT32] = Field(
         9000, description="The Service port (the container always listens on 9000)."
     )
+    annotations: Annotated[dict[str, str], MaxEntries(64)] | None = Field(
+        None,
+        description="Annotations of the Service, e.g. a cloud load balancer's settings; "
+        "runtime.trussium.io/ keys are reserved. One removed here is removed from the Service.",
+    )
+    load_balancer_source_ranges: (
+        Annotated[list[Annotated[str, Field(max_length=64)]], MaxEntries(64)] | None
+    ) = Field(
+        None,
+        description="Type LoadBalancer only: the client CIDRs the load balancer admits, "
+        "e.g. 10.0.0.0/8, in canonical form.",
+        json_schema_extra={"x-kubernetes-list-type": "atomic"},
+    )
+    external_traffic_policy: Literal["Cluster", "Local"] | None = Field(
+        None,
+        description="Type LoadBalancer only: Local keeps the client's source address and "
+        "routes only to nodes running a runtime Pod; unset, Kubernetes' default (Cluster).",
+    )
+
+    @model_validator(mode="after")
+    def _load_balancer_fields(self) -> Self:
+        _check(self, LOAD_BALANCER_FIELDS_NEED_LOAD_BALANCER)
+        return self
 
 
 class NetworkPolicyIngressPeer(K8sModel):
@@ -536,6 +574,12 @@ class TrussiumRuntimeSpec(K8sModel):
         },
     )
     provider: ProviderSpec = Field(description="The model provider.")
+    roll_on_secret_change: bool | None = Field(
+        None,
+        description="Roll the runtime Pods, with none unavailable, whenever a credentials "
+        "Secret (provider.credentialsSecretRef, reranking.credentialsSecretRef) is updated, so "
+        "they read the new value; unset, false. The operator reads only the Secret's metadata.",
+    )
     runtime: RuntimeTuning | None = Field(None, description="Runtime timeouts.")
     readiness: ReadinessSpec | None = Field(None, description="Readiness gated on the provider.")
     reranking: RerankingSpec | None = Field(

@@ -31,6 +31,7 @@ MANAGED_SELECTOR: Final = f"{LABEL_MANAGED_BY}={MANAGED_BY}"
 
 ANNOTATION_PREFIX: Final = f"{GROUP}/"
 CONFIG_CHECKSUM_ANNOTATION: Final = f"{GROUP}/config-checksum"
+SECRET_VERSIONS_ANNOTATION: Final = f"{GROUP}/secret-versions"
 RESTARTED_AT_ANNOTATION: Final = "kubectl.kubernetes.io/restartedAt"
 
 CONTAINER_NAME: Final = "trussium"

@@ -8,6 +8,7 @@ raw JSON values and skips parts of the wrong type: the schema reports those.
 """
 
 import dataclasses
+import ipaddress
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -136,6 +137,20 @@ def validate_annotations(annotations: object, path: str) -> Errors:
             f"annotations must have at most {ANNOTATIONS_MAX_BYTES} bytes in total",
             "FieldValueTooLong",
         )
+
+
+def cidr_problem(value: str) -> str | None:
+    """Why `value` is not a CIDR in canonical form (stricter than IsValidCIDR, which also
+    takes host bits and padding): one spelling per range, so nothing is read two ways."""
+    try:
+        network = ipaddress.ip_network(value, strict=False)
+    except ValueError:
+        network = None
+    if network is None or "/" not in value or "%" in value:
+        return "must be a CIDR, e.g. 10.0.0.0/8 or 2001:db8::/32"
+    if str(network) != value:
+        return f"must be a CIDR in canonical form, without host bits: {network}"
+    return None
 
 
 def _validate_values_for_operator(

@@ -21,3 +21,14 @@ def referenced_secret_paths(spec: TrussiumRuntimeSpec) -> dict[str, str]:
 def referenced_secret_names(spec: TrussiumRuntimeSpec) -> list[str]:
     """Unique and sorted, so checks, messages and watches are deterministic."""
     return list(referenced_secret_paths(spec))
+
+
+def credential_secret_names(spec: TrussiumRuntimeSpec) -> list[str]:
+    """The Secrets the runtime reads its credentials from when a Pod starts, unique and
+    sorted: a Pod sees a new value only when it is replaced (image pull Secrets are read
+    by the kubelet at each pull instead)."""
+    refs = (
+        spec.provider.credentials_secret_ref,
+        spec.reranking.credentials_secret_ref if spec.reranking else None,
+    )
+    return sorted({ref.name for ref in refs if ref is not None})

@@ -8,13 +8,13 @@ kinds (`controller/runtime/kinds.py`).
 
 import hashlib
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel
 
 from trussium_operator.common import constants as c
 from trussium_operator.common.api import (
-    AutoscalingSpec,
     ObservabilitySpec,
     ReadinessSpec,
     RuntimeTuning,
@@ -26,8 +26,24 @@ from trussium_operator.common.api import (
 from trussium_operator.common.images import render_image
 from trussium_operator.common.lifecycle import desired_replicas
 from trussium_operator.common.quantity import QuantityError, parse_quantity
+from trussium_operator.common.references import credential_secret_names
 
 Manifest = dict[str, Any]
+# A referenced Secret's name -> "<uid>/<resourceVersion>", as the controller's
+# metadata-only Secret watch last saw it: the Secret's identity and version, never its data.
+SecretVersions = Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class RenderContext:
+    """What every managed object is rendered from: the runtime, and what the controller
+    observed that a render keeps: the cached Deployment (its replica count, while an
+    autoscaler owns it) and the referenced Secrets' versions (`rollOnSecretChange`).
+    An offline render knows neither."""
+
+    runtime: TrussiumRuntime
+    cached_deployment: Mapping[str, Any] | None = None
+    secret_versions: SecretVersions = field(default_factory=dict)
 
 
 def _dump(model: BaseModel) -> dict[str, Any]:
@@ -156,7 +172,8 @@ def config_checksum(data: Mapping[str, str]) -> str:
     return digest.hexdigest()
 
 
-def render_config_map(runtime: TrussiumRuntime) -> Manifest:
+def render_config_map(context: RenderContext) -> Manifest:
+    runtime = context.runtime
     return _object(runtime, "ConfigMap", data=config_data(runtime.spec))
 
 
@@ -165,7 +182,8 @@ def _pull_secrets(spec: TrussiumRuntimeSpec) -> dict[str, Any]:
     return {"imagePullSecrets": refs} if refs else {}
 
 
-def render_service_account(runtime: TrussiumRuntime) -> Manifest:
+def render_service_account(context: RenderContext) -> Manifest:
+    runtime = context.runtime
     return _object(
         runtime,
         "ServiceAccount",
@@ -174,7 +192,8 @@ def render_service_account(runtime: TrussiumRuntime) -> Manifest:
     )
 
 
-def render_service(runtime: TrussiumRuntime) -> Manifest:
+def render_service(context: RenderContext) -> Manifest:
+    runtime = context.runtime
     service = runtime.spec.service
     port = {
         "name": c.PORT_NAME,
@@ -182,12 +201,19 @@ def render_service(runtime: TrussiumRuntime) -> Manifest:
         "port": service.port,
         "targetPort": c.PORT_NAME,
     }
-    spec = {
+    spec: dict[str, Any] = {
         "type": service.type,
         "selector": selector_labels(runtime.metadata.name),
         "ports": [port],
     }
-    return _object(runtime, "Service", spec=spec)
+    if service.load_balancer_source_ranges is not None:
+        spec["loadBalancerSourceRanges"] = list(service.load_balancer_source_ranges)
+    if service.external_traffic_policy is not None:
+        spec["externalTrafficPolicy"] = service.external_traffic_policy
+    manifest = _object(runtime, "Service", spec=spec)
+    if service.annotations:
+        manifest["metadata"]["annotations"] = dict(service.annotations)
+    return manifest
 
 
 def _probe(path: str, timing: tuple[int, int, int]) -> dict[str, Any]:
@@ -265,7 +291,22 @@ def _termination_grace_seconds(spec: TrussiumRuntimeSpec) -> int:
     return (drain or c.DEFAULT_SHUTDOWN_DRAIN_SECONDS) + c.TERMINATION_GRACE_MARGIN_SECONDS
 
 
-def _pod_template(runtime: TrussiumRuntime, checksum: str) -> dict[str, Any]:
+def secret_versions_annotation(
+    spec: TrussiumRuntimeSpec, versions: SecretVersions
+) -> dict[str, str]:
+    """With rollOnSecretChange, the credentials Secrets' versions in the Pod template:
+    an update of one changes the template, so the Deployment rolls its Pods once.
+    Empty when off, or when no version is known (an offline render)."""
+    if not spec.roll_on_secret_change:
+        return {}
+    names = credential_secret_names(spec)
+    known = [f"{name}={versions[name]}" for name in names if name in versions]
+    return {c.SECRET_VERSIONS_ANNOTATION: ",".join(known)} if known else {}
+
+
+def _pod_template(
+    runtime: TrussiumRuntime, checksum: str, secret_versions: SecretVersions
+) -> dict[str, Any]:
     name = runtime.metadata.name
     spec = runtime.spec
     pod_metadata = spec.pod_metadata
@@ -273,7 +314,11 @@ def _pod_template(runtime: TrussiumRuntime, checksum: str) -> dict[str, Any]:
     user_annotations = (pod_metadata.annotations if pod_metadata else None) or {}
     labels = {k: v for k, v in user_labels.items() if k not in c.OPERATOR_LABEL_KEYS}
     labels.update(operator_labels(name))
-    annotations = {**user_annotations, c.CONFIG_CHECKSUM_ANNOTATION: checksum}
+    annotations = {
+        **user_annotations,
+        c.CONFIG_CHECKSUM_ANNOTATION: checksum,
+        **secret_versions_annotation(spec, secret_versions),
+    }
     pod: dict[str, Any] = {
         "serviceAccountName": name,
         "automountServiceAccountToken": False,
@@ -308,13 +353,12 @@ def _pod_template(runtime: TrussiumRuntime, checksum: str) -> dict[str, Any]:
     return {"metadata": {"labels": labels, "annotations": annotations}, "spec": pod}
 
 
-def render_deployment(
-    runtime: TrussiumRuntime, live_deployment: Mapping[str, Any] | None = None
-) -> Manifest:
+def render_deployment(context: RenderContext) -> Manifest:
     """The workload; with autoscaling on, the live replica count is kept as the HPA set it."""
+    runtime = context.runtime
     checksum = config_checksum(config_data(runtime.spec))
     spec = {
-        "replicas": desired_replicas(runtime.spec, live_deployment),
+        "replicas": desired_replicas(runtime.spec, context.cached_deployment),
         "selector": {"matchLabels": selector_labels(runtime.metadata.name)},
         "strategy": {
             "type": "RollingUpdate",
@@ -322,14 +366,15 @@ def render_deployment(
         },
         "progressDeadlineSeconds": c.PROGRESS_DEADLINE_SECONDS,
         "revisionHistoryLimit": c.REVISION_HISTORY_LIMIT,
-        "template": _pod_template(runtime, checksum),
+        "template": _pod_template(runtime, checksum, context.secret_versions),
     }
     return _object(runtime, "Deployment", spec=spec)
 
 
-def render_pod_disruption_budget(runtime: TrussiumRuntime) -> Manifest:
+def render_pod_disruption_budget(context: RenderContext) -> Manifest:
     """At most one pod down by eviction; a pod that is not Ready may always be evicted,
     so a runtime that never becomes Ready cannot hold up a node drain."""
+    runtime = context.runtime
     spec = {
         "maxUnavailable": c.PDB_MAX_UNAVAILABLE,
         "selector": {"matchLabels": selector_labels(runtime.metadata.name)},
@@ -338,7 +383,8 @@ def render_pod_disruption_budget(runtime: TrussiumRuntime) -> Manifest:
     return _object(runtime, "PodDisruptionBudget", spec=spec)
 
 
-def render_network_policy(runtime: TrussiumRuntime) -> Manifest:
+def render_network_policy(context: RenderContext) -> Manifest:
+    runtime = context.runtime
     policy = runtime.spec.network_policy
     rules = []
     for peer in (policy.ingress if policy else None) or ():
@@ -354,7 +400,11 @@ def render_network_policy(runtime: TrussiumRuntime) -> Manifest:
     return _object(runtime, "NetworkPolicy", spec=spec)
 
 
-def render_autoscaler(runtime: TrussiumRuntime, autoscaling: AutoscalingSpec) -> Manifest:
+def render_autoscaler(context: RenderContext) -> Manifest:
+    runtime = context.runtime
+    autoscaling = runtime.spec.enabled_autoscaling
+    if autoscaling is None:
+        raise ValueError("an autoscaler is rendered only with autoscaling on")
     target = {
         "type": "Utilization",
         "averageUtilization": autoscaling.target_cpu_utilization_percentage,

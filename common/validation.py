@@ -155,19 +155,41 @@ def _pod_metadata_errors(pod_metadata: Mapping[str, Any]) -> Iterator[FieldError
     for key, value in annotations.items():
         at = f"{path}.annotations[{key}]"
         if str(key).startswith(constants.ANNOTATION_PREFIX):
-            yield FieldError(
-                at,
-                f"annotations with the {constants.ANNOTATION_PREFIX} prefix are reserved for the "
-                "operator; remove it",
-                "FieldValueForbidden",
-                TolerableRule.RESERVED_POD_ANNOTATION,
-            )
+            yield _reserved_annotation_error(at, TolerableRule.RESERVED_POD_ANNOTATION)
         elif str(key).startswith((APPARMOR_PREFIX, SECCOMP_CONTAINER_PREFIX)) or key == SECCOMP_POD:
             yield _security_annotation_error(at, str(key), value)
     yield from _named(
         Rule.KEYS_AND_VALUES,
         k8s_validation.validate_annotations(annotations, f"{path}.annotations"),
     )
+
+
+def _reserved_annotation_error(at: str, rule: str = "") -> FieldError:
+    return FieldError(
+        at,
+        f"annotations with the {constants.ANNOTATION_PREFIX} prefix are reserved for the "
+        "operator; remove it",
+        "FieldValueForbidden",
+        rule,
+    )
+
+
+def _service_errors(service: Mapping[str, Any]) -> Iterator[FieldError]:
+    """The Service's annotations as the API server takes them, less the operator's prefix;
+    its load balancer's source ranges as CIDRs."""
+    path = "spec.service"
+    annotations = k8s_validation.as_dict(service.get("annotations"))
+    for key in annotations:
+        if str(key).startswith(constants.ANNOTATION_PREFIX):
+            yield _reserved_annotation_error(f"{path}.annotations[{key}]")
+    yield from k8s_validation.validate_annotations(annotations, f"{path}.annotations")
+    ranges = k8s_validation.as_list(service.get("loadBalancerSourceRanges"))
+    for i, cidr in enumerate(ranges):
+        problem = k8s_validation.cidr_problem(cidr) if isinstance(cidr, str) else None
+        if problem:
+            yield FieldError(
+                f"{path}.loadBalancerSourceRanges[{i}]", f"invalid CIDR {shown(cidr)}: {problem}"
+            )
 
 
 def _url_credentials_errors(
@@ -228,6 +250,7 @@ def _semantic_errors(
     """docs/contract.md section 10: what the schema cannot say. Robust to ill-typed parts."""
     as_dict = k8s_validation.as_dict
     yield from _pod_metadata_errors(as_dict(spec.get("podMetadata")))
+    yield from _service_errors(as_dict(spec.get("service")))
     scheduling = as_dict(spec.get("scheduling"))
     yield from _named(
         Rule.KEYS_AND_VALUES,

@@ -19,7 +19,8 @@ without the webhook), in the admission webhook and in the offline validator
 (`trussium-webhook validate`). The webhook additionally enforces the rules a
 schema cannot express (label syntax, quantities, tolerations, affinity, image
 references, `provider.baseURL` without credentials, reserved Pod labels and
-annotations); see [the contract](contract.md), section 10.
+annotations, reserved Service annotations, load balancer source ranges as
+CIDRs); see [the contract](contract.md), section 10.
 
 Defaults marked below are applied by the API server (and by the webhook and
 the offline tools); defaults inside `service`, `networkPolicy` and

@@ -20,6 +20,8 @@ from trussium_operator.common import constants as c
 from trussium_operator.common.api import TrussiumRuntime
 from trussium_operator.common.render import (
     Manifest,
+    RenderContext,
+    SecretVersions,
     network_policy_enabled,
     render_autoscaler,
     render_config_map,
@@ -39,10 +41,8 @@ from trussium_operator.controller.runtime.steps import (
     ApplyStep,
 )
 
-# A kind's object but its apiVersion, which the entry adds, from the runtime and the
-# cached Deployment (which only the Deployment's own render reads: an autoscaler's
-# replica count is kept).
-Render = Callable[[TrussiumRuntime, Obj | None], Manifest]
+# A kind's object but its apiVersion, which the entry adds.
+Render = Callable[[RenderContext], Manifest]
 # The controller's verbs on a managed kind (contract section 9, ADR 0028): server-side
 # apply (patch, and create for a new object), the reads of a takeover and of an
 # ownership check (get), informers (list, watch), and delete: a kind turned off is
@@ -74,20 +74,9 @@ class ManagedKind:
     def kind(self) -> str:
         return self.resource.kind
 
-    def manifest(self, runtime: TrussiumRuntime, cached_deployment: Obj | None) -> Manifest:
-        """The object to apply for `runtime`."""
-        return {"apiVersion": self.resource.api_version} | self.render(runtime, cached_deployment)
-
-
-def _runtime_only(render: Callable[[TrussiumRuntime], Manifest]) -> Render:
-    return lambda runtime, cached_deployment: render(runtime)
-
-
-def _autoscaler(runtime: TrussiumRuntime, cached_deployment: Obj | None) -> Manifest:
-    settings = runtime.spec.enabled_autoscaling
-    if settings is None:
-        raise ValueError("an autoscaler is rendered only with autoscaling on")
-    return render_autoscaler(runtime, settings)
+    def manifest(self, context: RenderContext) -> Manifest:
+        """The object to apply for `context.runtime`."""
+        return {"apiVersion": self.resource.api_version} | self.render(context)
 
 
 def _autoscaled(runtime: TrussiumRuntime) -> bool:
@@ -97,14 +86,14 @@ def _autoscaled(runtime: TrussiumRuntime) -> bool:
 RUNTIMES = Resource(c.API_VERSION, c.KIND, c.PLURAL)
 # In apply order: the ConfigMap first (pods mount it), the Deployment after what it uses.
 MANAGED_KINDS: tuple[ManagedKind, ...] = (
-    ManagedKind(Resource("v1", "ConfigMap", "configmaps"), _runtime_only(render_config_map)),
+    ManagedKind(Resource("v1", "ConfigMap", "configmaps"), render_config_map),
     ManagedKind(
         Resource("v1", "ServiceAccount", "serviceaccounts"),
-        _runtime_only(render_service_account),
+        render_service_account,
     ),
     ManagedKind(
         Resource("v1", "Service", "services"),
-        _runtime_only(render_service),
+        render_service,
         step=SERVICE_STEP,
         reads=service_reads,
     ),
@@ -116,16 +105,16 @@ MANAGED_KINDS: tuple[ManagedKind, ...] = (
     ),
     ManagedKind(
         Resource("policy/v1", "PodDisruptionBudget", "poddisruptionbudgets"),
-        _runtime_only(render_pod_disruption_budget),
+        render_pod_disruption_budget,
     ),
     ManagedKind(
         Resource("networking.k8s.io/v1", "NetworkPolicy", "networkpolicies"),
-        _runtime_only(render_network_policy),
+        render_network_policy,
         enabled=lambda runtime: network_policy_enabled(runtime.spec),
     ),
     ManagedKind(
         Resource("autoscaling/v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers"),
-        _autoscaler,
+        render_autoscaler,
         enabled=_autoscaled,
     ),
 )
@@ -136,9 +125,11 @@ def render_managed_objects(
     runtime: TrussiumRuntime,
     cached_deployment: Obj | None = None,
     kinds: tuple[ManagedKind, ...] = MANAGED_KINDS,
+    secret_versions: SecretVersions | None = None,
 ) -> list[Manifest]:
     """Every object to apply, in apply order."""
-    return [kind.manifest(runtime, cached_deployment) for kind in enabled_kinds(runtime, kinds)]
+    context = RenderContext(runtime, cached_deployment, secret_versions or {})
+    return [kind.manifest(context) for kind in enabled_kinds(runtime, kinds)]
 
 
 def enabled_kinds(

@@ -20,7 +20,8 @@ from trussium_operator.common.images import render_image
 from trussium_operator.common.k8s_validation import FieldError
 from trussium_operator.common.managed_fields import GO_OPERATOR_MANAGER
 from trussium_operator.common.ownership import Ownership, conflict_message, ownership
-from trussium_operator.common.references import referenced_secret_names
+from trussium_operator.common.references import credential_secret_names, referenced_secret_names
+from trussium_operator.common.render import RenderContext
 from trussium_operator.common.status import (
     Outcome,
     compute_status,
@@ -161,7 +162,11 @@ class Reconciler:
         does not own (`ResourceConflictError`): a runtime is not half provisioned around
         someone else's Service or NetworkPolicy."""
         key = NamespacedName(runtime.metadata.namespace, runtime.metadata.name)
-        cached_deployment = self.caches.owned("Deployment").store.get(key)
+        context = RenderContext(
+            runtime,
+            self.caches.owned("Deployment").store.get(key),
+            self.secrets.versions(key.namespace, credential_secret_names(runtime.spec)),
+        )
         observed: dict[str, Obj | None] = dict(
             zip(("Deployment", "Service"), self._observed(key), strict=True)
         )
@@ -175,7 +180,7 @@ class Reconciler:
         if conflicts:
             raise ResourceConflictError(tuple(conflicts))
         for kind in enabled:
-            rendered = kind.manifest(runtime, cached_deployment)
+            rendered = kind.manifest(context)
             live = self.caches.owned(kind.kind).store.get(key)
             if needs_takeover(live, self.legacy_managers):
                 # Apply after the takeover even if nothing else changed: it is what prunes.

@@ -71,6 +71,17 @@ class SecretPresence:
             return None
         return Outcome(missing_secrets=tuple(n for n in names if presence[n] is Presence.MISSING))
 
+    def versions(self, namespace: str, names: Sequence[str]) -> dict[str, str]:
+        """Each cached Secret of `names` as `<uid>/<resourceVersion>`: what the metadata-only
+        watch saw last, so an update of one (and only of one) changes the answer."""
+        found: dict[str, str] = {}
+        for name in names:
+            secret = self._store.get(NamespacedName(namespace, name))
+            if secret is not None:
+                meta = secret["metadata"]
+                found[name] = f"{meta.get('uid', '')}/{meta.get('resourceVersion', '')}"
+        return found
+
     async def look_up(self, kube: Kube, on_change: Callable[[Change], None]) -> None:
         """Answer the store's unknown Secrets until cancelled, telling `on_change` each
         answer."""

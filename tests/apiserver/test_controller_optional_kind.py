@@ -19,9 +19,8 @@ from devcluster import ControlPlane
 from devcluster.controller_harness import apply, runtime_manifest
 from devcluster.hostoperator import install_crds
 from trussium_operator.cmdline.kubeconfig import new_api_client
-from trussium_operator.common.api import TrussiumRuntime
 from trussium_operator.common.images import render_image
-from trussium_operator.common.render import render_config_map
+from trussium_operator.common.render import RenderContext, render_config_map
 from trussium_operator.controller.machinery.cache import Obj
 from trussium_operator.controller.machinery.kube import ApiError, Kube, Resource
 from trussium_operator.controller.manager import Manager, Options
@@ -55,11 +54,10 @@ def gadget_crd(resource: Resource) -> Obj:
 
 
 def gadget_kind(resource: Resource) -> ManagedKind:
-    def render(runtime: TrussiumRuntime, cached_deployment: Obj | None) -> Obj:
-        metadata = render_config_map(runtime)["metadata"]  # the operator's labels and owner
-        spec = {"image": render_image(runtime.spec.image)}
+    def render(context: RenderContext) -> Obj:
+        metadata = render_config_map(context)["metadata"]  # the operator's labels and owner
+        spec = {"image": render_image(context.runtime.spec.image)}
         return {
-            "apiVersion": resource.api_version,
             "kind": resource.kind,
             "metadata": metadata,
             "spec": spec,

@@ -43,7 +43,7 @@ def test_rbac_on_managed_kinds_follows_each_registry_entry() -> None:
     """A kind added to the registry is granted its verbs, grouped by API group."""
     extra = ManagedKind(
         Resource("monitoring.coreos.com/v1", "PodMonitor", "podmonitors"),
-        lambda runtime, cached: {},
+        lambda context: {},
         verbs=("get", "list", "watch"),
     )
     rules = crd.managed_kind_rules((*MANAGED_KINDS, extra))

@@ -34,6 +34,11 @@ INVALID = {
     "network-policy-without-ingress.yaml": {"spec.networkPolicy"},
     "autoscaling-without-cpu.yaml": {"spec.autoscaling.enabled"},
     "scratch-over-ephemeral-limit.yaml": {"spec.scratch.sizeLimit"},
+    "service-annotations.yaml": {
+        "spec.service.annotations[runtime.trussium.io/config-checksum]",
+        "spec.service.loadBalancerSourceRanges[0]",
+    },
+    "service-load-balancer-fields.yaml": {"spec.service"},
 }
 
 
