@@ -353,12 +353,28 @@ def render_network_policy(runtime: TrussiumRuntime) -> Manifest:
     return _object(runtime, "NetworkPolicy", spec=spec)
 
 
-def render_autoscaler(runtime: TrussiumRuntime, autoscaling: AutoscalingSpec) -> Manifest:
-    target = {
+def _autoscaler_metrics(autoscaling: AutoscalingSpec) -> list[dict[str, Any]]:
+    """CPU always; in-flight requests per Pod too when set, and the HPA then follows
+    whichever metric asks for more replicas (ADR 0046)."""
+    cpu_target = {
         "type": "Utilization",
         "averageUtilization": autoscaling.target_cpu_utilization_percentage,
     }
-    spec = {
+    metrics: list[dict[str, Any]] = [
+        {"type": "Resource", "resource": {"name": "cpu", "target": cpu_target}}
+    ]
+    in_flight = autoscaling.in_flight_requests
+    if in_flight is not None:
+        pods = {
+            "metric": {"name": in_flight.metric_name},
+            "target": {"type": "AverageValue", "averageValue": str(in_flight.target_per_pod)},
+        }
+        metrics.append({"type": "Pods", "pods": pods})
+    return metrics
+
+
+def render_autoscaler(runtime: TrussiumRuntime, autoscaling: AutoscalingSpec) -> Manifest:
+    spec: dict[str, Any] = {
         "scaleTargetRef": {
             "apiVersion": c.MANAGED_API_VERSIONS["Deployment"],
             "kind": "Deployment",
@@ -366,8 +382,10 @@ def render_autoscaler(runtime: TrussiumRuntime, autoscaling: AutoscalingSpec) ->
         },
         "minReplicas": autoscaling.min_replicas,
         "maxReplicas": autoscaling.max_replicas,
-        "metrics": [{"type": "Resource", "resource": {"name": "cpu", "target": target}}],
+        "metrics": _autoscaler_metrics(autoscaling),
     }
+    if autoscaling.behavior is not None:
+        spec["behavior"] = _dump(autoscaling.behavior)
     return _object(runtime, "HorizontalPodAutoscaler", spec=spec)
 
 
