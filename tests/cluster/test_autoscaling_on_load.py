@@ -48,6 +48,15 @@ def available(plane: ControlPlane) -> bool:
     return any(c["type"] == "Available" and c["status"] == "True" for c in conditions)
 
 
+def pods_metric_read(plane: ControlPlane, namespace: str) -> str | None:
+    """The average the HPA last read of its Pods metric, from its status."""
+    hpa = must_get(plane, "horizontalpodautoscaler", "rt", namespace)
+    for metric in hpa.get("status", {}).get("currentMetrics") or ():
+        if metric["type"] == "Pods":
+            return str(metric["pods"]["current"]["averageValue"])
+    return None
+
+
 def test_the_runtime_scales_up_on_in_flight_requests_per_pod(
     plane: ControlPlane, namespace: str, tmp_path: Path
 ) -> None:
@@ -97,9 +106,11 @@ def test_the_runtime_scales_up_on_in_flight_requests_per_pod(
                     f"the autoscaler scaling the runtime to {MAX_REPLICAS}",
                     timeout=SCALED_TIMEOUT_SECONDS,
                 )
-                hpa = must_get(plane, "horizontalpodautoscaler", "rt", namespace)
-                read = [m for m in hpa["status"]["currentMetrics"] if m["type"] == "Pods"]
-                assert read[0]["pods"]["current"]["averageValue"] == IN_FLIGHT_PER_POD
+                # The HPA writes its status after the scale: what it read, per Pod.
+                wait_for(
+                    lambda: pods_metric_read(plane, namespace) == IN_FLIGHT_PER_POD or None,
+                    "the HPA's status showing the in-flight requests it read",
+                )
                 wait_for(
                     lambda: (
                         (get(plane, "trussiumruntime", "rt", namespace) or {})
