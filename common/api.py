@@ -492,8 +492,80 @@ class NetworkPolicySpec(K8sModel):
         return self
 
 
+# The bounds autoscaling/v2's validation holds a HorizontalPodAutoscaler's behavior to.
+MAX_STABILIZATION_WINDOW_SECONDS: Final = 3600
+MAX_SCALING_PERIOD_SECONDS: Final = 1800
+# The runtime's gauge of the workload requests it is serving (its /metrics).
+IN_FLIGHT_REQUESTS_METRIC: Final = "trussium_http_requests_active"
+PROMETHEUS_METRIC_NAME_PATTERN = r"^[a-zA-Z_:][a-zA-Z0-9_:]*$"
+
+
+class ScalingPolicy(K8sModel):
+    """How much the replica count may change within a period (autoscaling/v2 HPAScalingPolicy)."""
+
+    type: Literal["Pods", "Percent"] = Field(
+        description="Pods: value is a number of Pods; Percent: a percentage of the current count."
+    )
+    value: Annotated[int, Field(ge=1), INT32] = Field(
+        description="The change allowed within periodSeconds, at least 1."
+    )
+    period_seconds: Annotated[int, _bounds(1, MAX_SCALING_PERIOD_SECONDS), INT32] = Field(
+        description=f"The window the policy holds over, 1 to {MAX_SCALING_PERIOD_SECONDS} seconds."
+    )
+
+
+class ScalingRules(K8sModel):
+    """How one direction of scaling behaves (autoscaling/v2 HPAScalingRules); an unset field
+    keeps Kubernetes' default for that direction."""
+
+    stabilization_window_seconds: (
+        Annotated[int, _bounds(0, MAX_STABILIZATION_WINDOW_SECONDS), INT32] | None
+    ) = Field(
+        None,
+        description="How far back the autoscaler looks for a recommendation before it acts, "
+        f"0 to {MAX_STABILIZATION_WINDOW_SECONDS} seconds (Kubernetes' default: 0 up, 300 down).",
+    )
+    select_policy: Literal["Max", "Min", "Disabled"] | None = Field(
+        None,
+        description="Which policy applies when several do: Max (the largest change, "
+        "Kubernetes' default), Min, or Disabled (no scaling in this direction).",
+    )
+    policies: Annotated[list[ScalingPolicy], MaxEntries(5), Field(min_length=1)] | None = Field(
+        None,
+        description="The policies, 1 to 5; unset keeps Kubernetes' default policies.",
+        json_schema_extra={"x-kubernetes-list-type": "atomic"},
+    )
+
+
+class AutoscalingBehavior(K8sModel):
+    """How fast the autoscaler scales up and down (autoscaling/v2
+    HorizontalPodAutoscalerBehavior)."""
+
+    scale_up: ScalingRules | None = Field(None, description="Rules for scaling up.")
+    scale_down: ScalingRules | None = Field(None, description="Rules for scaling down.")
+
+
+class InFlightRequestsTarget(K8sModel):
+    """A target on the requests each runtime Pod is serving, read from the custom metrics API
+    (an adapter such as prometheus-adapter serves the runtime's gauge there)."""
+
+    target_per_pod: Annotated[int, _bounds(1, 100000), INT32] = Field(
+        description="Target average of in-flight requests per Pod; above it the autoscaler "
+        "adds Pods."
+    )
+    metric_name: str = Field(
+        IN_FLIGHT_REQUESTS_METRIC,
+        min_length=1,
+        max_length=200,
+        pattern=PROMETHEUS_METRIC_NAME_PATTERN,
+        description="The Pods metric's name in custom.metrics.k8s.io, as the adapter exposes "
+        "the runtime's gauge of in-flight requests.",
+    )
+
+
 class AutoscalingSpec(K8sModel):
-    """An optional HorizontalPodAutoscaler on CPU utilization; it then owns the replica count."""
+    """An optional HorizontalPodAutoscaler on CPU utilization, and on in-flight requests when
+    set; it then owns the replica count."""
 
     model_config = K8sModel.model_config | {"json_schema_extra": _cel(AUTOSCALING_BOUNDS_ORDERED)}
 
@@ -512,6 +584,14 @@ class AutoscalingSpec(K8sModel):
         80,
         alias="targetCPUUtilizationPercentage",
         description="Target average CPU utilization, in percent of the CPU request.",
+    )
+    in_flight_requests: InFlightRequestsTarget | None = Field(
+        None,
+        description="A second target, on in-flight requests per Pod; the autoscaler follows "
+        "whichever of the two asks for more Pods.",
+    )
+    behavior: AutoscalingBehavior | None = Field(
+        None, description="Scaling speed and stabilization; unset keeps Kubernetes' defaults."
     )
 
     @model_validator(mode="after")

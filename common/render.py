@@ -15,6 +15,7 @@ from pydantic import BaseModel
 
 from trussium_operator.common import constants as c
 from trussium_operator.common.api import (
+    AutoscalingSpec,
     ObservabilitySpec,
     ReadinessSpec,
     RuntimeTuning,
@@ -400,16 +401,32 @@ def render_network_policy(context: RenderContext) -> Manifest:
     return _object(runtime, "NetworkPolicy", spec=spec)
 
 
+def _autoscaler_metrics(autoscaling: AutoscalingSpec) -> list[dict[str, Any]]:
+    """CPU always; in-flight requests per Pod too when set, and the HPA then follows
+    whichever metric asks for more replicas (ADR 0046)."""
+    cpu_target = {
+        "type": "Utilization",
+        "averageUtilization": autoscaling.target_cpu_utilization_percentage,
+    }
+    metrics: list[dict[str, Any]] = [
+        {"type": "Resource", "resource": {"name": "cpu", "target": cpu_target}}
+    ]
+    in_flight = autoscaling.in_flight_requests
+    if in_flight is not None:
+        pods = {
+            "metric": {"name": in_flight.metric_name},
+            "target": {"type": "AverageValue", "averageValue": str(in_flight.target_per_pod)},
+        }
+        metrics.append({"type": "Pods", "pods": pods})
+    return metrics
+
+
 def render_autoscaler(context: RenderContext) -> Manifest:
     runtime = context.runtime
     autoscaling = runtime.spec.enabled_autoscaling
     if autoscaling is None:
         raise ValueError("an autoscaler is rendered only with autoscaling on")
-    target = {
-        "type": "Utilization",
-        "averageUtilization": autoscaling.target_cpu_utilization_percentage,
-    }
-    spec = {
+    spec: dict[str, Any] = {
         "scaleTargetRef": {
             "apiVersion": c.DEPLOYMENT_API_VERSION,
             "kind": "Deployment",
@@ -417,8 +434,10 @@ def render_autoscaler(context: RenderContext) -> Manifest:
         },
         "minReplicas": autoscaling.min_replicas,
         "maxReplicas": autoscaling.max_replicas,
-        "metrics": [{"type": "Resource", "resource": {"name": "cpu", "target": target}}],
+        "metrics": _autoscaler_metrics(autoscaling),
     }
+    if autoscaling.behavior is not None:
+        spec["behavior"] = _dump(autoscaling.behavior)
     return _object(runtime, "HorizontalPodAutoscaler", spec=spec)
 
 

@@ -12,6 +12,7 @@ POD_CIDR = "10.244.0.1/16"
 SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local"
 FAKE_NODE_ANNOTATION = "kwok.x-k8s.io/node"
 FAKE_NODE_VALUE = "fake"
+HPA_SYNC_PERIOD = "2s"
 
 # One event per request (no RequestReceived stage), metadata only: enough to
 # count requests by user and verb without ever recording a body (or a Secret).
@@ -122,6 +123,9 @@ def controller_manager(bin_dir: Path, layout: Layout, ports: Ports, pki: Pki) ->
         f"--cluster-signing-cert-file={pki.ca.cert}",
         f"--cluster-signing-key-file={pki.ca.key}",
         f"--service-cluster-ip-range={SERVICE_CIDR}",
+        # An autoscaler acts within seconds of its metrics changing, not after the
+        # default 15 s; a sync with no HorizontalPodAutoscaler to read costs nothing.
+        f"--horizontal-pod-autoscaler-sync-period={HPA_SYNC_PERIOD}",
     ]
 
 

@@ -202,7 +202,7 @@ def test_defaults_of_the_contract() -> None:
     assert spec["service"]["properties"]["port"]["default"] == 9000
     assert spec["networkPolicy"]["properties"]["enabled"]["default"] is False
     autoscaling = spec["autoscaling"]["properties"]
-    assert [autoscaling[k]["default"] for k in autoscaling] == [False, 1, 10, 80]
+    assert [autoscaling[k].get("default") for k in autoscaling] == [False, 1, 10, 80, None, None]
     assert "default" not in json.dumps(
         _version()["schema"]["openAPIV3Schema"]["properties"]["status"]
     )

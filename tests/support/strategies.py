@@ -31,6 +31,26 @@ def json_values(max_leaves: int = 20) -> st.SearchStrategy[Any]:
     )
 
 
+SCALING_RULES = st.fixed_dictionaries(
+    {},
+    optional={
+        "stabilizationWindowSeconds": st.integers(0, 3600),
+        "selectPolicy": st.sampled_from(["Max", "Min", "Disabled"]),
+        "policies": st.lists(
+            st.fixed_dictionaries(
+                {
+                    "type": st.sampled_from(["Pods", "Percent"]),
+                    "value": st.integers(1, 2**31 - 1),
+                    "periodSeconds": st.integers(1, 1800),
+                }
+            ),
+            min_size=1,
+            max_size=5,
+        ),
+    },
+)
+
+
 @st.composite
 def specs(draw: st.DrawFn) -> dict[str, Any]:
     """A schema-valid spec, with optional parts present or absent."""
@@ -69,6 +89,13 @@ def specs(draw: st.DrawFn) -> dict[str, Any]:
                     "minReplicas": st.just(low),
                     "maxReplicas": st.integers(max(low, 10), 1000),
                     "targetCPUUtilizationPercentage": st.integers(1, 100),
+                    "inFlightRequests": st.fixed_dictionaries(
+                        {"targetPerPod": st.integers(1, 100000)},
+                        optional={"metricName": st.sampled_from(["in_flight", "a:b_c"])},
+                    ),
+                    "behavior": st.fixed_dictionaries(
+                        {}, optional={"scaleUp": SCALING_RULES, "scaleDown": SCALING_RULES}
+                    ),
                 },
             )
         ),
