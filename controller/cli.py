@@ -19,8 +19,7 @@ from typing import cast
 
 from prometheus_client import disable_created_metrics
 
-from trussium_operator.cmdline.addresses import split_address
-from trussium_operator.cmdline.health import DISABLED
+from trussium_operator.cmdline.addresses import DISABLED, split_address
 from trussium_operator.cmdline.kubeconfig import new_api_client
 from trussium_operator.cmdline.logs import configure_logging
 from trussium_operator.cmdline.options import (

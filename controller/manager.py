@@ -18,7 +18,8 @@ from prometheus_client import REGISTRY
 from trussium_operator.cmdline.health import probes_app, serve
 from trussium_operator.cmdline.limits import DEFAULT_LIMITS, ConnectionLimits
 from trussium_operator.cmdline.metadata_only import METADATA_ONLY, METADATA_ONLY_WATCH
-from trussium_operator.cmdline.secure_metrics import MetricsOptions, metrics_endpoint
+from trussium_operator.cmdline.metrics_server import metrics_endpoint
+from trussium_operator.cmdline.secure_metrics import MetricsOptions
 from trussium_operator.cmdline.stopping import until_stopped as _until
 from trussium_operator.common import constants as c
 from trussium_operator.common.conditions import conditions_of, find_condition

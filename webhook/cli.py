@@ -8,7 +8,6 @@ or configuration error (one line on stderr, no traceback).
 """
 
 import argparse
-import asyncio
 import functools
 import logging
 import sys
@@ -26,7 +25,6 @@ from trussium_operator.cmdline.limits import (
     SMALL_REQUEST_BYTES,
     ConnectionLimits,
 )
-from trussium_operator.cmdline.logs import configure_logging
 from trussium_operator.cmdline.options import (
     LOG_FORMATS,
     LOG_LEVELS,
@@ -160,7 +158,11 @@ def _add_serve_command(subparsers: "argparse._SubParsersAction[argparse.Argument
 def _serve(args: argparse.Namespace) -> int:
     # Imported here so that `validate`, which runs in users' CI, starts without
     # loading the Kubernetes client and the server machinery.
+    import asyncio
+
     from prometheus_client import disable_created_metrics
+
+    from trussium_operator.cmdline.logs import configure_logging
 
     from trussium_operator.webhook import server
 

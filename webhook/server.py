@@ -20,8 +20,7 @@ from kubernetes_asyncio import client
 
 from trussium_operator.certs.authority import CertificateError
 from trussium_operator.certs.reload import ReloadingTLS
-from trussium_operator.cmdline.addresses import split_address
-from trussium_operator.cmdline.health import DISABLED
+from trussium_operator.cmdline.addresses import DISABLED, split_address
 from trussium_operator.cmdline.kubeconfig import new_api_client
 from trussium_operator.cmdline.limits import (
     DEFAULT_BODY_TIMEOUT_SECONDS,
@@ -32,8 +31,9 @@ from trussium_operator.cmdline.limits import (
     ConnectionLimits,
 )
 from trussium_operator.cmdline.listener import Listener, listen
+from trussium_operator.cmdline.metrics_server import metrics_endpoint
 from trussium_operator.cmdline.options import ConfigurationError, env_name
-from trussium_operator.cmdline.secure_metrics import MetricsOptions, metrics_endpoint
+from trussium_operator.cmdline.secure_metrics import MetricsOptions
 from trussium_operator.cmdline.stopping import stop_on_signals, until_stopped
 from trussium_operator.webhook.app import AdmissionSettings, create_admission_app, create_health_app
 from trussium_operator.webhook.budget import MemoryBudget
