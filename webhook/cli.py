@@ -157,13 +157,16 @@ def _add_serve_command(subparsers: "argparse._SubParsersAction[argparse.Argument
 
 def _serve(args: argparse.Namespace) -> int:
     # Imported here so that `validate`, which runs in users' CI, starts without
-    # loading the Kubernetes client and the server machinery.
+    # loading the Kubernetes client and the server machinery; the client's
+    # generated classes only when used (docs/adr/0048).
     import asyncio
 
     from prometheus_client import disable_created_metrics
 
+    from trussium_operator.cmdline import lazy_kubernetes
     from trussium_operator.cmdline.logs import configure_logging
 
+    lazy_kubernetes.install()
     from trussium_operator.webhook import server
 
     configure_logging(args.log_level, args.log_format)
