@@ -1,7 +1,7 @@
 """kubernetes_asyncio with its generated API classes and models imported on first use.
 
 `import kubernetes_asyncio.client` runs a package `__init__` that imports
-every generated API class and model, about 850 modules and 33 MiB of memory
+every generated API class and model, about 850 modules and 32 MiB of memory
 in a process that uses a handful of them (and `kubernetes_asyncio` itself
 imports its dynamic client, streams and watches). A program calls
 `install()` before anything imports the package: `kubernetes_asyncio`,
