@@ -10,7 +10,6 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any, NoReturn, TypeAlias
 
 ENV_PREFIX = "TRUSSIUM_"
@@ -22,6 +21,8 @@ _NOT_FROM_ENVIRONMENT = {"--help", "--version"}
 
 
 def package_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version  # only when asked: start-up
+
     try:
         return version("trussium-operator")
     except PackageNotFoundError:
@@ -105,8 +106,18 @@ def list_environment(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
 
 
+class _Version(argparse.Action):
+    """argparse's `version` action, with the version read only when it is asked for."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        print(f"{parser.prog} {package_version()}")
+        parser.exit()
+
+
 def add_version(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
+    parser.add_argument(
+        "--version", action=_Version, nargs=0, help="show program's version number and exit"
+    )
 
 
 def fail(program: str, message: object) -> int:

@@ -45,8 +45,7 @@ from trussium_operator.controller.manager import Manager, Options
 from trussium_operator.controller.migration.exclusion import GO_OPERATOR_LEASE_NAME, LeaseSearch
 from trussium_operator.controller.webhook_certificates import WebhookCertificates
 from trussium_operator.offline.render import add_render_arguments, run_render
-from trussium_operator.serving.addresses import split_address
-from trussium_operator.serving.health import DISABLED
+from trussium_operator.serving.addresses import DISABLED, split_address
 from trussium_operator.serving.secure_metrics import add_metrics_flags, metrics_options
 
 log = logging.getLogger("controller")

@@ -49,7 +49,8 @@ from trussium_operator.controller.runtime.watches import (
 from trussium_operator.controller.webhook_certificates import WebhookCertificates
 from trussium_operator.serving.health import probes_app, serve
 from trussium_operator.serving.limits import DEFAULT_LIMITS, ConnectionLimits
-from trussium_operator.serving.secure_metrics import MetricsOptions, metrics_endpoint
+from trussium_operator.serving.metrics_server import metrics_endpoint
+from trussium_operator.serving.secure_metrics import MetricsOptions
 
 log = logging.getLogger("controller.manager")
 # The shutdown budget (docs/operations.md): in-flight reconciles get DRAIN_SECONDS

@@ -1,14 +1,19 @@
-"""`trussium-webhook validate` beside kubeconform on 1,000 TrussiumRuntime files.
+"""`trussium-webhook validate` beside kubeconform, and beside another checkout's code,
+on 1,000 TrussiumRuntime files.
 
 Generates the files (the repository's examples and valid samples, renamed,
 in turn), converts the chart's CRD schema to the JSON schema kubeconform
 reads, builds kubeconform from the Go module proxy once into a cache (under
-the Kubernetes build's lock: one Go build at a time) and runs both, offline,
-several rounds in alternation. Prints the median wall and CPU seconds of
-each, the ratio, the load average and the usable cores: this machine is
-shared, so compare the ratio and quote the load with any number.
+the Kubernetes build's lock: one Go build at a time; or takes --kubeconform)
+and runs every command, offline, several rounds in alternation, each a cold
+process as in CI. `--baseline DIR` adds DIR's code (another checkout, e.g.
+of the previous release) run by this interpreter, so only the code differs.
+Prints the median wall and CPU seconds of each, the ratios to kubeconform
+and to the baseline, the load average and the usable cores: this machine is
+shared, so compare the ratios and quote the load with any number.
 
-    .venv/bin/python -m hack.bench_validate [--files 1000] [--rounds 7] [--output F]
+    .venv/bin/python -m hack.bench_validate [--files 1000] [--rounds 7] [--baseline DIR]
+        [--kubeconform PATH] [--output F]
 """
 
 import argparse
@@ -16,7 +21,6 @@ import fcntl
 import json
 import os
 import resource
-import shutil
 import statistics
 import subprocess
 import sys
@@ -37,6 +41,8 @@ KUBECONFORM_MODULE = "github.com/yannh/kubeconform/cmd/kubeconform"
 KUBECONFORM_VERSION = "v0.8.0"
 BUILD_TIMEOUT_SECONDS = 1800.0
 RUN_TIMEOUT_SECONDS = 300.0
+# Every checkout's code is run by this interpreter, as a cold process.
+VALIDATE = [sys.executable, "-m", "trussium_operator.webhook.cli", "validate"]
 
 
 def cache_root() -> Path:
@@ -68,12 +74,14 @@ def kubeconform() -> Path:
 
 
 def json_schema(folder: Path) -> str:
-    """The CRD's served schema as kubeconform's file; returns its -schema-location template."""
+    """The CRD's served schema as kubeconform's file; returns its -schema-location template.
+
+    No `$schema` key: kubeconform would fetch the draft's meta-schema from the network and,
+    offline, report every file as an error without validating it."""
     crd = yaml.safe_load(CRD.read_text())
     kind = crd["spec"]["names"]["kind"].lower()
     for version in crd["spec"]["versions"]:
-        schema = {"$schema": "http://json-schema.org/draft-07/schema#"}
-        schema |= version["schema"]["openAPIV3Schema"]
+        schema = version["schema"]["openAPIV3Schema"]
         (folder / f"{kind}_{version['name']}.json").write_text(json.dumps(schema))
     return str(folder / "{{ .ResourceKind }}_{{ .ResourceAPIVersion }}.json")
 
@@ -91,17 +99,25 @@ def generate(folder: Path, count: int) -> None:
         (folder / f"runtime-{i:04}.yaml").write_text(yaml.safe_dump(document, sort_keys=False))
 
 
-def timed(argv: list[str]) -> tuple[float, float, str]:
-    """(wall seconds, CPU seconds of the process and its children, last output line)."""
+def timed(argv: list[str], code: Path | None) -> tuple[float, float, str]:
+    """(wall seconds, CPU seconds of the process and its children, last output line);
+    `code`: the checkout whose code Python runs (`-m` looks in the working folder first)."""
+    env = None if code is None else os.environ | {"PYTHONPATH": str(code)}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(
-        argv, capture_output=True, text=True, timeout=RUN_TIMEOUT_SECONDS, check=False
+        argv,
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT_SECONDS,
+        check=False,
+        env=env,
+        cwd=code,
     )
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    if done.returncode != 0:
+    if done.returncode != 0:  # kubeconform's too: an error is no measurement
         raise SystemExit(f"{argv[0]} exited {done.returncode}:\n{done.stdout}{done.stderr}")
     return wall, cpu, (done.stdout + done.stderr).strip().splitlines()[-1]
 
@@ -110,36 +126,46 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument(
+        "--baseline", type=Path, metavar="DIR", help="another checkout whose code to compare"
+    )
+    parser.add_argument("--kubeconform", type=Path, metavar="PATH", help="default: build it")
     parser.add_argument("--output", type=Path, help="save the numbers as JSON")
     args = parser.parse_args()
-    ours = shutil.which("trussium-webhook", path=str(Path(sys.executable).parent))
-    if ours is None:
-        raise SystemExit("trussium-webhook is not installed in this environment (make venv)")
-    theirs = kubeconform()
+    args.baseline = args.baseline and args.baseline.resolve()
+    if args.baseline and not (args.baseline / "trussium_operator").is_dir():
+        raise SystemExit(f"--baseline {args.baseline}: not a checkout of this project")
+    theirs = args.kubeconform or kubeconform()
     with tempfile.TemporaryDirectory(prefix="bench-validate-") as work:
         manifests, schemas = Path(work, "manifests"), Path(work, "schemas")
         manifests.mkdir()
         schemas.mkdir()
         generate(manifests, args.files)
         location = json_schema(schemas)
-        commands = {
-            "trussium-webhook validate": [ours, "validate", str(manifests)],
-            "trussium-webhook validate --jobs 1": [ours, "validate", "--jobs", "1", str(manifests)],
-            "kubeconform": [
-                str(theirs),
-                "-schema-location",
-                location,
-                "-strict",
-                "-summary",
-                str(manifests),
-            ],
+        # name -> (argv, PYTHONPATH: whose code; None for kubeconform)
+        commands: dict[str, tuple[list[str], Path | None]] = {
+            "trussium-webhook validate": ([*VALIDATE, str(manifests)], ROOT),
+            "trussium-webhook validate --jobs 1": (
+                [*VALIDATE, "--jobs", "1", str(manifests)],
+                ROOT,
+            ),
+            "kubeconform": (
+                [str(theirs), "-schema-location", location, "-strict", "-summary", str(manifests)],
+                None,
+            ),
         }
+        if args.baseline:
+            commands["baseline: validate"] = ([*VALIDATE, str(manifests)], args.baseline)
+            commands["baseline: validate --jobs 1"] = (
+                [*VALIDATE, "--jobs", "1", str(manifests)],
+                args.baseline,
+            )
         load_before = os.getloadavg()
         samples: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
         summaries: dict[str, str] = {}
         for _ in range(args.rounds):
-            for name, argv in commands.items():
-                wall, cpu, summaries[name] = timed(argv)
+            for name, (argv, code) in commands.items():
+                wall, cpu, summaries[name] = timed(argv, code)
                 samples[name].append((wall, cpu))
         load_after = os.getloadavg()
     results: dict[str, Any] = {
@@ -153,11 +179,22 @@ def main() -> int:
     reference = results["kubeconform"]["wall_median_s"]
     print(f"{args.files} files, {args.rounds} rounds, {len(os.sched_getaffinity(0))} usable cores")
     print(f"load average (1, 5, 15 min): before {load_before}, after {load_after}")
+    print("median wall and CPU; wall ratio to kubeconform")
     for name, result in results.items():
         result["wall_ratio_to_kubeconform"] = result["wall_median_s"] / reference
         print(
             f"{name:38} wall {result['wall_median_s']:.3f} s  cpu {result['cpu_median_s']:.3f} s  "
             f"x{result['wall_ratio_to_kubeconform']:.2f}  | {result['summary']}"
+        )
+    for jobs in ("", " --jobs 1") if args.baseline else ():
+        ours, before = (
+            results[f"trussium-webhook validate{jobs}"],
+            results[f"baseline: validate{jobs}"],
+        )
+        wall = ours["wall_ratio_baseline_to_this"] = before["wall_median_s"] / ours["wall_median_s"]
+        cpu = ours["cpu_ratio_baseline_to_this"] = before["cpu_median_s"] / ours["cpu_median_s"]
+        print(
+            f"baseline / this checkout{jobs or ' (default jobs)'}: wall x{wall:.2f}, cpu x{cpu:.2f}"
         )
     if args.output:
         numbers = {"files": args.files, "rounds": args.rounds, "load": [load_before, load_after]}

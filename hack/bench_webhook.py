@@ -1,13 +1,19 @@
-"""Admission latency and throughput of one webhook process over TLS on loopback.
+"""Admission latency, throughput and start-up memory of one webhook process over TLS
+on loopback.
 
 Starts `trussium-webhook serve` (files mode, a fresh certificate) pinned to
-one core, sends validating AdmissionReviews of the production sample from
-this process (on another core when there is one), and prints the median and
-99th-percentile latency and the throughput. Bounded by --requests and
---max-seconds. With --baseline, compares against an earlier --output file
-and exits 1 when the p99 latency regressed by more than --max-regression.
+one core, reads its resident memory once it is ready, sends validating
+AdmissionReviews of the production sample from this process (on another
+core when there is one), and prints the median and 99th-percentile latency
+and the throughput. Bounded by --requests and --max-seconds. With
+--baseline-source DIR, another checkout's code (e.g. the previous release)
+is run by the same interpreter in alternation, --rounds times, and the
+medians of both and their ratios are printed with the load average. With
+--baseline, compares against an earlier --output file and exits 1 when the
+p99 latency regressed by more than --max-regression.
 
-    .venv/bin/python -m hack.bench_webhook --requests 3000 --concurrency 8
+    .venv/bin/python -m hack.bench_webhook --requests 3000 --concurrency 4 \
+        [--baseline-source DIR --rounds 5]
 """
 
 import argparse
@@ -167,6 +173,62 @@ def compare(result: dict[str, Any], baseline: dict[str, Any], max_regression: fl
     return bool(result["p99_ms"] <= baseline["p99_ms"] * (1 + max_regression))
 
 
+def rss_mib(pid: int) -> float:
+    """Resident memory of `pid` (VmRSS), in MiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise SystemExit(f"no VmRSS for process {pid}")
+
+
+def measure(args: argparse.Namespace, scratch: Path, source: Path | None) -> dict[str, Any]:
+    """One server of `source`'s code (None: this checkout) under load: the summary and its
+    resident memory once ready."""
+    cert_dir = scratch / "certs"
+    generate = ["generate", "--out", str(cert_dir), "--ip-address", "127.0.0.1"]
+    if not cert_dir.exists() and main_certs(generate) != 0:
+        raise SystemExit("cannot make the certificates")
+    port, health_port = free_port(), free_port()
+    server = start_server(cert_dir, port, health_port, scratch / "webhook.log", source=source)
+    try:
+        wait_ready(health_port, server)
+        started_mib = rss_mib(server.pid)
+        url = f"https://127.0.0.1:{port}/validate-trussiumruntime"
+        ca_file = cert_dir / "ca.crt"
+        asyncio.run(fire(url, ca_file, args.warmup, args.concurrency, args.max_seconds))
+        latencies, elapsed = asyncio.run(
+            fire(url, ca_file, args.requests, args.concurrency, args.max_seconds)
+        )
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=30)
+    return summarise(latencies, elapsed, args.concurrency) | {"rss_started_mib": started_mib}
+
+
+MEASURES = ("median_ms", "p99_ms", "throughput_rps", "rss_started_mib")
+
+
+def compare_sources(args: argparse.Namespace, scratch: Path) -> dict[str, Any]:
+    """This checkout and --baseline-source in alternation; medians and baseline/this ratios."""
+    runs: dict[str, list[dict[str, Any]]] = {"this checkout": [], "baseline": []}
+    load_before = os.getloadavg()
+    for _ in range(args.rounds):
+        runs["this checkout"].append(measure(args, scratch, REPO))
+        runs["baseline"].append(measure(args, scratch, args.baseline_source))
+    load_after = os.getloadavg()
+    medians = {
+        name: {key: statistics.median(run[key] for run in results) for key in MEASURES}
+        for name, results in runs.items()
+    }
+    ratios = {key: medians["baseline"][key] / medians["this checkout"][key] for key in MEASURES}
+    print(f"{args.rounds} rounds of {args.requests} reviews at concurrency {args.concurrency}")
+    print(f"load average (1, 5, 15 min): before {load_before}, after {load_after}")
+    for name, median in medians.items():
+        print(f"{name:14} " + "  ".join(f"{key} {median[key]:.3f}" for key in MEASURES))
+    print("baseline / this checkout: " + "  ".join(f"{k} x{v:.2f}" for k, v in ratios.items()))
+    return {"load": [load_before, load_after], "medians": medians, "ratios": ratios, "runs": runs}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=2000)
@@ -176,28 +238,25 @@ def main() -> int:
     parser.add_argument("--output", type=Path, help="write the result as JSON")
     parser.add_argument("--baseline", type=Path, help="an earlier --output to compare with")
     parser.add_argument("--max-regression", type=float, default=0.25)
+    parser.add_argument(
+        "--baseline-source", type=Path, metavar="DIR", help="another checkout to run alongside"
+    )
+    parser.add_argument("--rounds", type=int, default=5, help="with --baseline-source")
     args = parser.parse_args()
     cores = sorted(os.sched_getaffinity(0))
     if len(cores) > 1:
         os.sched_setaffinity(0, set(cores[1:]))  # keep the server's core to itself
     with tempfile.TemporaryDirectory(prefix="trussium-bench-") as scratch:
-        cert_dir = Path(scratch) / "certs"
-        if main_certs(["generate", "--out", str(cert_dir), "--ip-address", "127.0.0.1"]) != 0:
-            return 1
-        port, health_port = free_port(), free_port()
-        server = start_server(cert_dir, port, health_port, Path(scratch) / "webhook.log")
-        try:
-            wait_ready(health_port, server)
-            url = f"https://127.0.0.1:{port}/validate-trussiumruntime"
-            ca_file = cert_dir / "ca.crt"
-            asyncio.run(fire(url, ca_file, args.warmup, args.concurrency, args.max_seconds))
-            latencies, elapsed = asyncio.run(
-                fire(url, ca_file, args.requests, args.concurrency, args.max_seconds)
-            )
-        finally:
-            server.send_signal(signal.SIGTERM)
-            server.wait(timeout=30)
-    result = summarise(latencies, elapsed, args.concurrency)
+        if args.baseline_source:
+            source = args.baseline_source.resolve()
+            if not (source / "trussium_operator").is_dir():
+                raise SystemExit(f"--baseline-source {source}: not a checkout of this project")
+            args.baseline_source = source
+            compared = compare_sources(args, Path(scratch))
+            if args.output:
+                args.output.write_text(json.dumps(compared) + "\n")
+            return 0
+        result = measure(args, Path(scratch), None)
     print(json.dumps(result))
     if args.output:
         args.output.write_text(json.dumps(result) + "\n")

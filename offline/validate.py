@@ -204,7 +204,8 @@ Checked = tuple[Inputs, list[DocumentCheck]]
 def _check_files(
     files: list[Input], jobs: int, keep_defaulted: bool, stored: bool, max_mib: int
 ) -> list[Checked]:
-    """Read and check `files`, in order, in up to `jobs` forked processes."""
+    """Read and check `files`, in order, in up to `jobs` processes: this one takes the
+    first chunk while forked ones take the rest, so only their results are pickled."""
     processes = min(jobs, len(files) // FILES_PER_PROCESS)
     on_disk = all(path is not None for _, path in files)
     if processes < 2 or not on_disk or "fork" not in multiprocessing.get_all_start_methods():
@@ -213,8 +214,10 @@ def _check_files(
     chunks = [
         (files[i : i + size], keep_defaulted, stored, max_mib) for i in range(0, len(files), size)
     ]
-    with multiprocessing.get_context("fork").Pool(processes) as pool:
-        return pool.starmap(_check_chunk, chunks)
+    with multiprocessing.get_context("fork").Pool(len(chunks) - 1) as pool:
+        others = pool.starmap_async(_check_chunk, chunks[1:])
+        first = _check_chunk(*chunks[0])
+        return [first, *others.get()]
 
 
 def _check_chunk(files: list[Input], keep_defaulted: bool, stored: bool, max_mib: int) -> Checked:

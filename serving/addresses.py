@@ -1,6 +1,8 @@
 """The HOST:PORT form of the programs' `--*-bind-address` flags."""
 
 ANY_HOST = "0.0.0.0"
+# A bind address of "0" serves nothing (controller-runtime's convention).
+DISABLED = "0"
 
 
 def split_address(address: str) -> tuple[str, int]:

@@ -10,12 +10,9 @@ from aiohttp import web
 from aiohttp.typedefs import Middleware
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, generate_latest
 
-from trussium_operator.serving.addresses import split_address
+from trussium_operator.serving.addresses import DISABLED, split_address
 from trussium_operator.serving.limits import DEFAULT_LIMITS, ConnectionLimits
 from trussium_operator.serving.listener import ConnectionMetrics, Listener, listen
-
-# A bind address of "0" serves nothing (controller-runtime's convention).
-DISABLED = "0"
 
 
 def probes_app(ready: Callable[[], bool], not_ready: str | Callable[[], str]) -> web.Application:

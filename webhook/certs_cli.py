@@ -9,27 +9,18 @@ input (names, certificate files, kubeconfig).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from trussium_operator.certs.authority import (
-    CA_VALIDITY,
-    SERVING_VALIDITY,
-    CertificateError,
-    KeyPair,
-    decode_certificates,
-    decode_key_pair,
-    generate_ca,
-    issue_serving_certificate,
-    parse_ip_addresses,
-)
 from trussium_operator.certs.files import CA_CERT_FILE, BundleFiles, atomic_write, write_bundle
-from trussium_operator.certs.rotation import CA_COMMON_NAME
 from trussium_operator.cmdline.options import ConfigurationError, fail
 from trussium_operator.common.constants import WEBHOOK_CONFIG_NAME
+
+if TYPE_CHECKING:  # the commands import the cryptography when they run, not `validate`
+    from trussium_operator.certs.authority import KeyPair
 
 CA_KEY_FILE = "ca.key"
 
@@ -53,8 +44,9 @@ def add_certs_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentP
         help="folder holding ca.crt and ca.key: reused when present, created otherwise "
         "(without it the CA key is discarded)",
     )
-    generate.add_argument("--validity-days", type=_positive_int, default=SERVING_VALIDITY.days)
-    generate.add_argument("--ca-validity-days", type=_positive_int, default=CA_VALIDITY.days)
+    # Unset: the validity `certs.authority` gives each (not imported to build the parser).
+    generate.add_argument("--validity-days", type=_positive_int)
+    generate.add_argument("--ca-validity-days", type=_positive_int)
     generate.set_defaults(handler=_generate)
 
     inject = commands.add_parser("inject", help="set caBundle in the webhook configurations")
@@ -80,18 +72,30 @@ def main_certs(argv: Sequence[str] | None = None) -> int:
 
 
 def _generate(args: argparse.Namespace) -> int:
+    from trussium_operator.certs.authority import (
+        CA_VALIDITY,
+        SERVING_VALIDITY,
+        CertificateError,
+        issue_serving_certificate,
+        parse_ip_addresses,
+    )
+
     now = datetime.now(UTC)
+    ca_validity = (
+        CA_VALIDITY if args.ca_validity_days is None else timedelta(days=args.ca_validity_days)
+    )
+    validity = (
+        SERVING_VALIDITY if args.validity_days is None else timedelta(days=args.validity_days)
+    )
     try:
         if not args.dns_name and not args.ip_address:
             raise CertificateError("give at least one --dns-name or --ip-address")
         parse_ip_addresses(args.ip_address)
-        ca = _load_or_create_ca(args.ca_dir, timedelta(days=args.ca_validity_days), now)
+        ca = _load_or_create_ca(args.ca_dir, ca_validity, now)
     except (CertificateError, OSError) as error:
         return fail("trussium-webhook certs generate", error)
     try:
-        serving = issue_serving_certificate(
-            ca, args.dns_name, args.ip_address, timedelta(days=args.validity_days), now=now
-        )
+        serving = issue_serving_certificate(ca, args.dns_name, args.ip_address, validity, now=now)
         write_bundle(
             args.out,
             BundleFiles(serving.certificate_pem, serving.private_key_pem, ca.certificate_pem),
@@ -105,6 +109,9 @@ def _generate(args: argparse.Namespace) -> int:
 
 
 def _load_or_create_ca(ca_dir: Path | None, validity: timedelta, now: datetime) -> KeyPair:
+    from trussium_operator.certs.authority import CertificateError, decode_key_pair, generate_ca
+    from trussium_operator.certs.rotation import CA_COMMON_NAME
+
     if ca_dir is not None and (ca_dir / CA_KEY_FILE).exists():
         ca = decode_key_pair(
             (ca_dir / CA_CERT_FILE).read_bytes(), (ca_dir / CA_KEY_FILE).read_bytes()
@@ -122,10 +129,13 @@ def _load_or_create_ca(ca_dir: Path | None, validity: timedelta, now: datetime) 
 
 def _inject(args: argparse.Namespace) -> int:
     # The Kubernetes client is loaded only by the one command that needs it.
+    import asyncio
+
     import aiohttp
     from kubernetes_asyncio.client.exceptions import ApiException
     from kubernetes_asyncio.config import ConfigException
 
+    from trussium_operator.certs.authority import CertificateError, decode_certificates
     from trussium_operator.certs.inject import (
         ConflictError,
         WebhookConfigurationNotFoundError,

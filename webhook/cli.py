@@ -8,7 +8,6 @@ or configuration error (one line on stderr, no traceback).
 """
 
 import argparse
-import asyncio
 import functools
 import logging
 import sys
@@ -16,7 +15,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import cast
 
-from trussium_operator.cmdline.logs import configure_logging
 from trussium_operator.cmdline.options import (
     LOG_FORMATS,
     LOG_LEVELS,
@@ -159,9 +157,16 @@ def _add_serve_command(subparsers: "argparse._SubParsersAction[argparse.Argument
 
 def _serve(args: argparse.Namespace) -> int:
     # Imported here so that `validate`, which runs in users' CI, starts without
-    # loading the Kubernetes client and the server machinery.
+    # loading the Kubernetes client and the server machinery; the client's
+    # generated classes only when used (docs/adr/0048).
+    import asyncio
+
     from prometheus_client import disable_created_metrics
 
+    from trussium_operator.cmdline import lazy_kubernetes
+    from trussium_operator.cmdline.logs import configure_logging
+
+    lazy_kubernetes.install()
     from trussium_operator.webhook import server
 
     configure_logging(args.log_level, args.log_format)

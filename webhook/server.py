@@ -23,8 +23,7 @@ from trussium_operator.certs.reload import ReloadingTLS
 from trussium_operator.cmdline.kubeconfig import new_api_client
 from trussium_operator.cmdline.options import ConfigurationError, env_name
 from trussium_operator.cmdline.stopping import stop_on_signals, until_stopped
-from trussium_operator.serving.addresses import split_address
-from trussium_operator.serving.health import DISABLED
+from trussium_operator.serving.addresses import DISABLED, split_address
 from trussium_operator.serving.limits import (
     DEFAULT_BODY_TIMEOUT_SECONDS,
     DEFAULT_BUDGET_WAIT_SECONDS,
@@ -34,7 +33,8 @@ from trussium_operator.serving.limits import (
     ConnectionLimits,
 )
 from trussium_operator.serving.listener import Listener, listen
-from trussium_operator.serving.secure_metrics import MetricsOptions, metrics_endpoint
+from trussium_operator.serving.metrics_server import metrics_endpoint
+from trussium_operator.serving.secure_metrics import MetricsOptions
 from trussium_operator.webhook.app import AdmissionSettings, create_admission_app, create_health_app
 from trussium_operator.webhook.budget import MemoryBudget
 from trussium_operator.webhook.metrics import WebhookMetrics

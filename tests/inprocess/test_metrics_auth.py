@@ -31,7 +31,8 @@ from trussium_operator.serving.metrics_auth import (
     ReviewUnavailableError,
     User,
 )
-from trussium_operator.serving.secure_metrics import MetricsOptions, metrics_endpoint
+from trussium_operator.serving.metrics_server import metrics_endpoint
+from trussium_operator.serving.secure_metrics import MetricsOptions
 from trussium_operator.webhook.certs_cli import main_certs
 
 AppClient = Callable[[web.Application], Awaitable[TestClient[web.Request, web.Application]]]
