@@ -125,6 +125,14 @@ MANAGED_API_VERSIONS: Final = {
     "PodDisruptionBudget": "policy/v1",
     "NetworkPolicy": "networking.k8s.io/v1",
     "HorizontalPodAutoscaler": "autoscaling/v2",
+    "PodMonitor": "monitoring.coreos.com/v1",
+}
+# Where the runtime serves its metrics (its one port), and the target labels its
+# PodMonitor gives every series, named as the operator's per-runtime series (ADR 0022).
+METRICS_PATH: Final = "/metrics"
+RUNTIME_TARGET_LABELS: Final = {
+    "runtime_namespace": "__meta_kubernetes_namespace",
+    "runtime_name": "__meta_kubernetes_pod_label_app_kubernetes_io_instance",
 }
 CONFIG_ENVIRONMENT: Final = "production"
 CONFIG_HOST: Final = "0.0.0.0"

@@ -15,6 +15,7 @@ from pydantic import BaseModel
 from trussium_operator.common import constants as c
 from trussium_operator.common.api import (
     AutoscalingSpec,
+    NetworkPolicyIngressPeer,
     ObservabilitySpec,
     ReadinessSpec,
     RuntimeTuning,
@@ -337,14 +338,23 @@ def render_pod_disruption_budget(runtime: TrussiumRuntime) -> Manifest:
     return _object(runtime, "PodDisruptionBudget", spec=spec)
 
 
+def _peer(peer: NetworkPolicyIngressPeer) -> dict[str, Any]:
+    source = {"namespaceSelector": _dump(peer.namespace_selector)}
+    if peer.pod_selector is not None:
+        source["podSelector"] = _dump(peer.pod_selector)
+    return source
+
+
 def render_network_policy(runtime: TrussiumRuntime) -> Manifest:
     policy = runtime.spec.network_policy
     rules = []
     for peer in (policy.ingress if policy else None) or ():
-        source = {"namespaceSelector": _dump(peer.namespace_selector)}
-        if peer.pod_selector is not None:
-            source["podSelector"] = _dump(peer.pod_selector)
+        source = _peer(peer)
         rules.append({"from": [source], "ports": [{"protocol": "TCP", "port": c.CONTAINER_PORT}]})
+    # The scrapers: the runtime serves /metrics on its one port, so that port alone.
+    scrapers = [_peer(peer) for peer in (policy.scrapers if policy else None) or ()]
+    if scrapers:
+        rules.append({"from": scrapers, "ports": [{"protocol": "TCP", "port": c.CONTAINER_PORT}]})
     spec = {
         "podSelector": {"matchLabels": selector_labels(runtime.metadata.name)},
         "policyTypes": ["Ingress"],
@@ -373,3 +383,32 @@ def render_autoscaler(runtime: TrussiumRuntime, autoscaling: AutoscalingSpec) ->
 
 def network_policy_enabled(spec: TrussiumRuntimeSpec) -> bool:
     return spec.network_policy is not None and spec.network_policy.enabled
+
+
+def monitor_enabled(spec: TrussiumRuntimeSpec) -> bool:
+    monitor = spec.observability.monitor if spec.observability else None
+    return monitor is not None and monitor.enabled
+
+
+def render_pod_monitor(runtime: TrussiumRuntime) -> Manifest:
+    """Scrapes each runtime Pod on its named port, labelling the series with the
+    runtime they come from (`c.RUNTIME_TARGET_LABELS`) for the chart's dashboard and
+    alerts. The operator's labels win over the spec's extra labels."""
+    observability = runtime.spec.observability
+    monitor = observability.monitor if observability else None
+    if monitor is None:
+        raise ValueError("a PodMonitor is rendered only with spec.observability.monitor")
+    endpoint: dict[str, Any] = {"port": c.PORT_NAME, "path": c.METRICS_PATH}
+    if monitor.interval is not None:
+        endpoint["interval"] = monitor.interval
+    endpoint["relabelings"] = [
+        {"sourceLabels": [source], "targetLabel": target}
+        for target, source in c.RUNTIME_TARGET_LABELS.items()
+    ]
+    spec = {
+        "selector": {"matchLabels": selector_labels(runtime.metadata.name)},
+        "podMetricsEndpoints": [endpoint],
+    }
+    manifest = _object(runtime, "PodMonitor", spec=spec)
+    manifest["metadata"]["labels"] = (monitor.labels or {}) | manifest["metadata"]["labels"]
+    return manifest

@@ -157,6 +157,19 @@ def _pod_metadata_errors(pod_metadata: Mapping[str, Any]) -> Iterator[FieldError
     yield from k8s_validation.validate_annotations(annotations, f"{path}.annotations")
 
 
+def _monitor_label_errors(monitor: Mapping[str, Any]) -> Iterator[FieldError]:
+    path = "spec.observability.monitor.labels"
+    labels = k8s_validation.as_dict(monitor.get("labels"))
+    for key in labels:
+        if key in constants.OPERATOR_LABEL_KEYS:
+            yield FieldError(
+                f"{path}[{key}]",
+                f"label {key} is set by the operator and cannot be overridden; remove it",
+                "FieldValueForbidden",
+            )
+    yield from k8s_validation.validate_labels(labels, path)
+
+
 def _url_credentials_errors(
     path: str, url: object, instead: str, rule: str = ""
 ) -> Iterator[FieldError]:
@@ -224,11 +237,13 @@ def _semantic_errors(
         scheduling.get("affinity"), "spec.scheduling.affinity"
     )
     network_policy = as_dict(spec.get("networkPolicy"))
-    for i, peer in enumerate(k8s_validation.as_list(network_policy.get("ingress"))):
-        for selector in ("namespaceSelector", "podSelector"):
-            yield from k8s_validation.validate_label_selector(
-                as_dict(peer).get(selector), f"spec.networkPolicy.ingress[{i}].{selector}"
-            )
+    for peers in ("ingress", "scrapers"):
+        for i, peer in enumerate(k8s_validation.as_list(network_policy.get(peers))):
+            for selector in ("namespaceSelector", "podSelector"):
+                yield from k8s_validation.validate_label_selector(
+                    as_dict(peer).get(selector), f"spec.networkPolicy.{peers}[{i}].{selector}"
+                )
+    yield from _monitor_label_errors(as_dict(as_dict(spec.get("observability")).get("monitor")))
     resources = as_dict(spec.get("resources"))
     yield from k8s_validation.validate_resources(resources, "spec.resources")
     yield from _scratch_errors(as_dict(spec.get("scratch")), resources)

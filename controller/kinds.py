@@ -18,12 +18,14 @@ from trussium_operator.common import constants as c
 from trussium_operator.common.api import TrussiumRuntime
 from trussium_operator.common.render import (
     Manifest,
+    monitor_enabled,
     network_policy_enabled,
     render_autoscaler,
     render_config_map,
     render_deployment,
     render_network_policy,
     render_pod_disruption_budget,
+    render_pod_monitor,
     render_service,
     render_service_account,
 )
@@ -110,6 +112,13 @@ MANAGED_KINDS: tuple[ManagedKind, ...] = (
         _resource("HorizontalPodAutoscaler", "horizontalpodautoscalers"),
         _autoscaler,
         enabled=_autoscaled,
+    ),
+    # prometheus-operator's CRD: absent from many clusters, installed at any time (ADR 0047).
+    ManagedKind(
+        _resource("PodMonitor", "podmonitors"),
+        _runtime_only(render_pod_monitor),
+        enabled=lambda runtime: monitor_enabled(runtime.spec),
+        optional=True,
     ),
 )
 OWNED = {kind.kind: kind.resource for kind in MANAGED_KINDS}
