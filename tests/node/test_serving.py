@@ -46,7 +46,12 @@ pytestmark = [pytest.mark.node, pytest.mark.usefixtures("standin")]
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 CHAT = Path(chat.__file__).resolve()
 # The example runtimes (the invalid one is refused by admission, by design).
-RUNTIME_EXAMPLES = ("runtime.yaml", "runtime-autoscaling.yaml", "runtime-production.yaml")
+RUNTIME_EXAMPLES = (
+    "runtime.yaml",
+    "runtime-autoscaling.yaml",
+    "runtime-production.yaml",
+    "runtime-observed.yaml",
+)
 # The provider stub: its Deployment and Service, on Ollama's port, with the examples' models.
 PROVIDER = "provider"
 PROVIDER_PORT = 11434
