@@ -55,7 +55,7 @@ RUNTIME_EXAMPLES = (
 # The provider stub: its Deployment and Service, on Ollama's port, with the examples' models.
 PROVIDER = "provider"
 PROVIDER_PORT = 11434
-PROVIDER_MODELS = "llama3.2,qwen2.5,gpt-4o-mini"
+PROVIDER_MODELS = "llama3.2,qwen2.5,mistral,gpt-4o-mini"
 # runtime.yaml's runtime, and one like it whose readiness is gated on the provider.
 ASSISTANT = "assistant"
 CHECKED = "checked"
