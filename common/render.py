@@ -345,16 +345,19 @@ def _peer(peer: NetworkPolicyIngressPeer) -> dict[str, Any]:
     return source
 
 
+def _rule(sources: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"from": sources, "ports": [{"protocol": "TCP", "port": c.CONTAINER_PORT}]}
+
+
 def render_network_policy(runtime: TrussiumRuntime) -> Manifest:
     policy = runtime.spec.network_policy
     rules = []
     for peer in (policy.ingress if policy else None) or ():
-        source = _peer(peer)
-        rules.append({"from": [source], "ports": [{"protocol": "TCP", "port": c.CONTAINER_PORT}]})
+        rules.append(_rule([_peer(peer)]))
     # The scrapers: the runtime serves /metrics on its one port, so that port alone.
     scrapers = [_peer(peer) for peer in (policy.scrapers if policy else None) or ()]
     if scrapers:
-        rules.append({"from": scrapers, "ports": [{"protocol": "TCP", "port": c.CONTAINER_PORT}]})
+        rules.append(_rule(scrapers))
     spec = {
         "podSelector": {"matchLabels": selector_labels(runtime.metadata.name)},
         "policyTypes": ["Ingress"],

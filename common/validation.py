@@ -129,18 +129,23 @@ def _security_annotation_error(at: str, key: str, value: object) -> FieldError:
     )
 
 
-def _pod_metadata_errors(pod_metadata: Mapping[str, Any]) -> Iterator[FieldError]:
-    path = "spec.podMetadata"
-    labels = k8s_validation.as_dict(pod_metadata.get("labels"))
+def _label_errors(labels: Mapping[str, Any], path: str, rule: str = "") -> Iterator[FieldError]:
+    """Labels of an object the operator labels: label-shaped, none of the operator's."""
     for key in labels:
         if key in constants.OPERATOR_LABEL_KEYS:
             yield FieldError(
-                f"{path}.labels[{key}]",
+                f"{path}[{key}]",
                 f"label {key} is set by the operator and cannot be overridden; remove it",
                 "FieldValueForbidden",
-                TolerableRule.RESERVED_POD_LABEL,
+                rule,
             )
-    yield from k8s_validation.validate_labels(labels, f"{path}.labels")
+    yield from k8s_validation.validate_labels(labels, path)
+
+
+def _pod_metadata_errors(pod_metadata: Mapping[str, Any]) -> Iterator[FieldError]:
+    path = "spec.podMetadata"
+    labels = k8s_validation.as_dict(pod_metadata.get("labels"))
+    yield from _label_errors(labels, f"{path}.labels", TolerableRule.RESERVED_POD_LABEL)
     annotations = k8s_validation.as_dict(pod_metadata.get("annotations"))
     for key, value in annotations.items():
         at = f"{path}.annotations[{key}]"
@@ -155,19 +160,6 @@ def _pod_metadata_errors(pod_metadata: Mapping[str, Any]) -> Iterator[FieldError
         elif str(key).startswith((APPARMOR_PREFIX, SECCOMP_CONTAINER_PREFIX)) or key == SECCOMP_POD:
             yield _security_annotation_error(at, str(key), value)
     yield from k8s_validation.validate_annotations(annotations, f"{path}.annotations")
-
-
-def _monitor_label_errors(monitor: Mapping[str, Any]) -> Iterator[FieldError]:
-    path = "spec.observability.monitor.labels"
-    labels = k8s_validation.as_dict(monitor.get("labels"))
-    for key in labels:
-        if key in constants.OPERATOR_LABEL_KEYS:
-            yield FieldError(
-                f"{path}[{key}]",
-                f"label {key} is set by the operator and cannot be overridden; remove it",
-                "FieldValueForbidden",
-            )
-    yield from k8s_validation.validate_labels(labels, path)
 
 
 def _url_credentials_errors(
@@ -243,7 +235,8 @@ def _semantic_errors(
                 yield from k8s_validation.validate_label_selector(
                     as_dict(peer).get(selector), f"spec.networkPolicy.{peers}[{i}].{selector}"
                 )
-    yield from _monitor_label_errors(as_dict(as_dict(spec.get("observability")).get("monitor")))
+    monitor = as_dict(as_dict(spec.get("observability")).get("monitor"))
+    yield from _label_errors(as_dict(monitor.get("labels")), "spec.observability.monitor.labels")
     resources = as_dict(spec.get("resources"))
     yield from k8s_validation.validate_resources(resources, "spec.resources")
     yield from _scratch_errors(as_dict(spec.get("scratch")), resources)
