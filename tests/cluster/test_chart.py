@@ -63,6 +63,11 @@ CONTROLLER_RULES = [
         "resources": ["horizontalpodautoscalers"],
         "verbs": FULL_MANAGEMENT,
     },
+    {
+        "apiGroups": ["monitoring.coreos.com"],
+        "resources": ["podmonitors"],
+        "verbs": FULL_MANAGEMENT,
+    },
     {"apiGroups": [""], "resources": ["secrets"], "verbs": ["list", "watch"]},
     {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create"]},
 ]
