@@ -403,8 +403,44 @@ class TracingSpec(K8sModel):
         return value
 
 
+# prometheus-operator's duration: units largest first, each at most once, e.g. 1m30s.
+MONITOR_INTERVAL_PATTERN = r"^(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?$"
+MONITOR_NEEDS_METRICS = CelRule(
+    rule="!has(self.monitor) || !self.monitor.enabled || !has(self.metrics) || self.metrics",
+    message="monitor.enabled needs the runtime's metrics: remove metrics: false",
+    holds=lambda spec: not (spec.monitor and spec.monitor.enabled and spec.metrics is False),
+)
+
+
+class MonitorSpec(K8sModel):
+    """A prometheus-operator PodMonitor scraping every runtime Pod's /metrics (ADR 0047)."""
+
+    enabled: bool = Field(
+        False,
+        description="Whether the operator manages a PodMonitor (monitoring.coreos.com/v1). "
+        "While the cluster does not serve that API the runtime runs without one; it is "
+        "created once the CRD is installed.",
+    )
+    interval: str | None = Field(
+        None,
+        min_length=2,
+        max_length=16,
+        pattern=MONITOR_INTERVAL_PATTERN,
+        description="How often each Pod is scraped, e.g. 30s; unset: Prometheus' own "
+        "scrape interval.",
+    )
+    labels: Annotated[dict[str, str], MaxEntries(32)] | None = Field(
+        None,
+        description="Extra labels of the PodMonitor, e.g. the podMonitorSelector of your "
+        "Prometheus (release: prometheus); the operator's app.kubernetes.io/ labels are "
+        "reserved.",
+    )
+
+
 class ObservabilitySpec(K8sModel):
     """The runtime's own metrics and traces; an unset field keeps the runtime's own default."""
+
+    model_config = K8sModel.model_config | {"json_schema_extra": _cel(MONITOR_NEEDS_METRICS)}
 
     metrics: bool | None = Field(
         None,
@@ -412,6 +448,14 @@ class ObservabilitySpec(K8sModel):
         "(runtime default true).",
     )
     tracing: TracingSpec | None = Field(None, description="OpenTelemetry trace export.")
+    monitor: MonitorSpec | None = Field(
+        None, description="A PodMonitor that has Prometheus scrape the runtime."
+    )
+
+    @model_validator(mode="after")
+    def _monitor_needs_metrics(self) -> Self:
+        _check(self, MONITOR_NEEDS_METRICS)
+        return self
 
 
 LOAD_BALANCER_FIELDS_NEED_LOAD_BALANCER = CelRule(
@@ -483,6 +527,12 @@ class NetworkPolicySpec(K8sModel):
     ingress: Annotated[list[NetworkPolicyIngressPeer], MaxEntries(8)] | None = Field(
         None,
         description="Allowed clients; at least one when enabled.",
+        json_schema_extra={"x-kubernetes-list-type": "atomic"},
+    )
+    scrapers: Annotated[list[NetworkPolicyIngressPeer], MaxEntries(8)] | None = Field(
+        None,
+        description="Prometheus servers allowed to scrape the runtime's /metrics, admitted "
+        "to the runtime's port only.",
         json_schema_extra={"x-kubernetes-list-type": "atomic"},
     )
 

@@ -120,6 +120,13 @@ class EventAction(StrEnum):
 # Managed objects (docs/contract.md section 4). The Deployment's apiVersion is also the
 # autoscaler's scale target's; every other kind's is in its registry entry.
 DEPLOYMENT_API_VERSION: Final = "apps/v1"
+# Where the runtime serves its metrics (its one port), and the target labels its
+# PodMonitor gives every series, named as the operator's per-runtime series (ADR 0022).
+METRICS_PATH: Final = "/metrics"
+RUNTIME_TARGET_LABELS: Final = {
+    "runtime_namespace": "__meta_kubernetes_namespace",
+    "runtime_name": "__meta_kubernetes_pod_label_app_kubernetes_io_instance",
+}
 CONFIG_ENVIRONMENT: Final = "production"
 CONFIG_HOST: Final = "0.0.0.0"
 ENV_ENVIRONMENT: Final = "TRUSSIUM_ENVIRONMENT"

@@ -16,6 +16,7 @@ from pydantic import BaseModel
 from trussium_operator.common import constants as c
 from trussium_operator.common.api import (
     AutoscalingSpec,
+    NetworkPolicyIngressPeer,
     ObservabilitySpec,
     ReadinessSpec,
     RuntimeTuning,
@@ -384,15 +385,27 @@ def render_pod_disruption_budget(context: RenderContext) -> Manifest:
     return _object(runtime, "PodDisruptionBudget", spec=spec)
 
 
+def _peer(peer: NetworkPolicyIngressPeer) -> dict[str, Any]:
+    source = {"namespaceSelector": _dump(peer.namespace_selector)}
+    if peer.pod_selector is not None:
+        source["podSelector"] = _dump(peer.pod_selector)
+    return source
+
+
+def _rule(sources: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"from": sources, "ports": [{"protocol": "TCP", "port": c.CONTAINER_PORT}]}
+
+
 def render_network_policy(context: RenderContext) -> Manifest:
     runtime = context.runtime
     policy = runtime.spec.network_policy
     rules = []
     for peer in (policy.ingress if policy else None) or ():
-        source = {"namespaceSelector": _dump(peer.namespace_selector)}
-        if peer.pod_selector is not None:
-            source["podSelector"] = _dump(peer.pod_selector)
-        rules.append({"from": [source], "ports": [{"protocol": "TCP", "port": c.CONTAINER_PORT}]})
+        rules.append(_rule([_peer(peer)]))
+    # The scrapers: the runtime serves /metrics on its one port, so that port alone.
+    scrapers = [_peer(peer) for peer in (policy.scrapers if policy else None) or ()]
+    if scrapers:
+        rules.append(_rule(scrapers))
     spec = {
         "podSelector": {"matchLabels": selector_labels(runtime.metadata.name)},
         "policyTypes": ["Ingress"],
@@ -443,3 +456,33 @@ def render_autoscaler(context: RenderContext) -> Manifest:
 
 def network_policy_enabled(spec: TrussiumRuntimeSpec) -> bool:
     return spec.network_policy is not None and spec.network_policy.enabled
+
+
+def monitor_enabled(spec: TrussiumRuntimeSpec) -> bool:
+    monitor = spec.observability.monitor if spec.observability else None
+    return monitor is not None and monitor.enabled
+
+
+def render_pod_monitor(context: RenderContext) -> Manifest:
+    """Scrapes each runtime Pod on its named port, labelling the series with the
+    runtime they come from (`c.RUNTIME_TARGET_LABELS`) for the chart's dashboard and
+    alerts. The operator's labels win over the spec's extra labels."""
+    runtime = context.runtime
+    observability = runtime.spec.observability
+    monitor = observability.monitor if observability else None
+    if monitor is None:
+        raise ValueError("a PodMonitor is rendered only with spec.observability.monitor")
+    endpoint: dict[str, Any] = {"port": c.PORT_NAME, "path": c.METRICS_PATH}
+    if monitor.interval is not None:
+        endpoint["interval"] = monitor.interval
+    endpoint["relabelings"] = [
+        {"sourceLabels": [source], "targetLabel": target}
+        for target, source in c.RUNTIME_TARGET_LABELS.items()
+    ]
+    spec = {
+        "selector": {"matchLabels": selector_labels(runtime.metadata.name)},
+        "podMetricsEndpoints": [endpoint],
+    }
+    manifest = _object(runtime, "PodMonitor", spec=spec)
+    manifest["metadata"]["labels"] = (monitor.labels or {}) | manifest["metadata"]["labels"]
+    return manifest

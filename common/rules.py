@@ -32,6 +32,8 @@ class Rule(StrEnum):
     AUTOSCALING_BOUNDS = "AutoscalingBounds"
     SECURITY_PROFILE_REFUSED = "SecurityProfileAnnotationRefused"
     KEYS_AND_VALUES = "KeysAndValues"
+    RESERVED_KEY = "ReservedKey"
+    SOURCE_RANGES = "LoadBalancerSourceRanges"
     TOLERATIONS_AND_AFFINITY = "TolerationsAndAffinity"
     RUNTIME_NAME = "RuntimeName"
     RESOURCES = "Resources"
@@ -102,6 +104,11 @@ CATALOGUE: dict[str, RuleDoc] = {
         "a label, annotation or selector Kubernetes refuses",
         "keys-and-values-kubernetes-would-refuse",
     ),
+    Rule.RESERVED_KEY: RuleDoc(
+        "a label or annotation key of the operator's, on the Service or the PodMonitor",
+        _LABELS,
+    ),
+    Rule.SOURCE_RANGES: RuleDoc("a load balancer source range that is not a CIDR", "the-service"),
     Rule.TOLERATIONS_AND_AFFINITY: RuleDoc(
         "a toleration or affinity term Kubernetes refuses",
         "tolerations-and-affinity-as-kubernetes-validates-them",

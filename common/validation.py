@@ -137,20 +137,23 @@ def _named(rule: Rule, errors: Iterable[FieldError]) -> Iterator[FieldError]:
     return (error if error.rule else replace(error, rule=rule) for error in errors)
 
 
-def _pod_metadata_errors(pod_metadata: Mapping[str, Any]) -> Iterator[FieldError]:
-    path = "spec.podMetadata"
-    labels = k8s_validation.as_dict(pod_metadata.get("labels"))
+def _label_errors(labels: Mapping[str, Any], path: str, rule: str) -> Iterator[FieldError]:
+    """Labels of an object the operator labels: label-shaped, none of the operator's."""
     for key in labels:
         if key in constants.OPERATOR_LABEL_KEYS:
             yield FieldError(
-                f"{path}.labels[{key}]",
+                f"{path}[{key}]",
                 f"label {key} is set by the operator and cannot be overridden; remove it",
                 "FieldValueForbidden",
-                TolerableRule.RESERVED_POD_LABEL,
+                rule,
             )
-    yield from _named(
-        Rule.KEYS_AND_VALUES, k8s_validation.validate_labels(labels, f"{path}.labels")
-    )
+    yield from _named(Rule.KEYS_AND_VALUES, k8s_validation.validate_labels(labels, path))
+
+
+def _pod_metadata_errors(pod_metadata: Mapping[str, Any]) -> Iterator[FieldError]:
+    path = "spec.podMetadata"
+    labels = k8s_validation.as_dict(pod_metadata.get("labels"))
+    yield from _label_errors(labels, f"{path}.labels", TolerableRule.RESERVED_POD_LABEL)
     annotations = k8s_validation.as_dict(pod_metadata.get("annotations"))
     for key, value in annotations.items():
         at = f"{path}.annotations[{key}]"
@@ -181,14 +184,19 @@ def _service_errors(service: Mapping[str, Any]) -> Iterator[FieldError]:
     annotations = k8s_validation.as_dict(service.get("annotations"))
     for key in annotations:
         if str(key).startswith(constants.ANNOTATION_PREFIX):
-            yield _reserved_annotation_error(f"{path}.annotations[{key}]")
-    yield from k8s_validation.validate_annotations(annotations, f"{path}.annotations")
+            yield _reserved_annotation_error(f"{path}.annotations[{key}]", Rule.RESERVED_KEY)
+    yield from _named(
+        Rule.KEYS_AND_VALUES,
+        k8s_validation.validate_annotations(annotations, f"{path}.annotations"),
+    )
     ranges = k8s_validation.as_list(service.get("loadBalancerSourceRanges"))
     for i, cidr in enumerate(ranges):
         problem = k8s_validation.cidr_problem(cidr) if isinstance(cidr, str) else None
         if problem:
             yield FieldError(
-                f"{path}.loadBalancerSourceRanges[{i}]", f"invalid CIDR {shown(cidr)}: {problem}"
+                f"{path}.loadBalancerSourceRanges[{i}]",
+                f"invalid CIDR {shown(cidr)}: {problem}",
+                rule=Rule.SOURCE_RANGES,
             )
 
 
@@ -269,14 +277,19 @@ def _semantic_errors(
         k8s_validation.validate_affinity(scheduling.get("affinity"), "spec.scheduling.affinity"),
     )
     network_policy = as_dict(spec.get("networkPolicy"))
-    for i, peer in enumerate(k8s_validation.as_list(network_policy.get("ingress"))):
-        for selector in ("namespaceSelector", "podSelector"):
-            yield from _named(
-                Rule.KEYS_AND_VALUES,
-                k8s_validation.validate_label_selector(
-                    as_dict(peer).get(selector), f"spec.networkPolicy.ingress[{i}].{selector}"
-                ),
-            )
+    for peers in ("ingress", "scrapers"):
+        for i, peer in enumerate(k8s_validation.as_list(network_policy.get(peers))):
+            for selector in ("namespaceSelector", "podSelector"):
+                yield from _named(
+                    Rule.KEYS_AND_VALUES,
+                    k8s_validation.validate_label_selector(
+                        as_dict(peer).get(selector), f"spec.networkPolicy.{peers}[{i}].{selector}"
+                    ),
+                )
+    monitor = as_dict(as_dict(spec.get("observability")).get("monitor"))
+    yield from _label_errors(
+        as_dict(monitor.get("labels")), "spec.observability.monitor.labels", Rule.RESERVED_KEY
+    )
     resources = as_dict(spec.get("resources"))
     yield from _named(
         Rule.RESOURCES, k8s_validation.validate_resources(resources, "spec.resources")

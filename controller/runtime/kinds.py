@@ -22,12 +22,14 @@ from trussium_operator.common.render import (
     Manifest,
     RenderContext,
     SecretVersions,
+    monitor_enabled,
     network_policy_enabled,
     render_autoscaler,
     render_config_map,
     render_deployment,
     render_network_policy,
     render_pod_disruption_budget,
+    render_pod_monitor,
     render_service,
     render_service_account,
 )
@@ -116,6 +118,13 @@ MANAGED_KINDS: tuple[ManagedKind, ...] = (
         Resource("autoscaling/v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers"),
         render_autoscaler,
         enabled=_autoscaled,
+    ),
+    # prometheus-operator's CRD: absent from many clusters, installed at any time (ADR 0047).
+    ManagedKind(
+        Resource("monitoring.coreos.com/v1", "PodMonitor", "podmonitors"),
+        render_pod_monitor,
+        enabled=lambda runtime: monitor_enabled(runtime.spec),
+        optional=True,
     ),
 )
 OWNED = {kind.kind: kind.resource for kind in MANAGED_KINDS}

@@ -1,6 +1,7 @@
 """The optional PrometheusRule: valid Prometheus rules (expressions parsed with
-Prometheus' grammar) that read only registered series and their own labels, pick
-the release's series with a configurable selector and never by `job` (which
+Prometheus' grammar) that read only registered series (and the runtime's own, as
+its PodMonitor labels them) and their own labels, pick the release's series (the
+runtimes' traffic) with a configurable selector and never by `job` (which
 relabeling renames), and are shaped by values."""
 
 import re
@@ -13,7 +14,7 @@ import yaml
 
 from devcluster import ControlPlane
 from tests.support.chart import find, fullname, release_name, render
-from tests.support.metric_registry import registered_series
+from tests.support.metric_registry import registered_series, runtime_series
 from tests.support.promql import reads
 
 pytestmark = pytest.mark.api
@@ -31,9 +32,14 @@ ALERTS = {
     "TrussiumControllerQueueStuck",
     "TrussiumRuntimeNotReady",
     "TrussiumRuntimeUpgradeFailed",
+    "TrussiumRuntimeErrors",
+    "TrussiumRuntimeSaturated",
 }
+# Read from the runtimes' PodMonitors, scoped by prometheusRule.runtimeSelector.
+RUNTIME_TRAFFIC = {"TrussiumRuntimeErrors", "TrussiumRuntimeSaturated"}
+RUNTIME_SELECTOR = 'runtime_name!=""'
 CRITICAL = {"TrussiumWebhookDown", "TrussiumControllerDown", "TrussiumControllerNoLeader"}
-SERIES = registered_series()
+SERIES = registered_series() | runtime_series()
 DURATION = re.compile(r"^([0-9]+(ms|s|m|h|d|w|y))+$")
 MATCHER = re.compile(r"\{([^}]*)\}")
 
@@ -86,10 +92,10 @@ def test_rules_parse_and_select_the_releases_own_series(
         assert rule["annotations"]["runbook_url"] == (
             f"https://docs.example/operations#{alert.lower()}"
         )
-        assert selector_labels(rule["expr"]) == {"namespace"}, alert
-        assert all(
-            f'namespace="{namespace}"' in matchers for matchers in MATCHER.findall(rule["expr"])
-        ), alert
+        traffic = alert in RUNTIME_TRAFFIC
+        assert selector_labels(rule["expr"]) == (set() if traffic else {"namespace"}), alert
+        scope = RUNTIME_SELECTOR if traffic else f'namespace="{namespace}"'
+        assert all(scope in matchers for matchers in MATCHER.findall(rule["expr"])), alert
     assert "{{ $labels.webhook }}" in found["TrussiumWebhookSlow"]["annotations"]["description"]
 
 
@@ -107,7 +113,9 @@ def test_overrides_thresholds_and_placement(
                 "TrussiumWebhookSlow": {"seconds": 0.25, "for": "2m", "severity": "critical"},
                 "TrussiumWebhookCertificateExpiry": {"days": 20},
                 "TrussiumControllerReconcileErrors": {"enabled": False},
+                "TrussiumRuntimeSaturated": {"inFlight": 8},
             },
+            "runtimeSelector": 'cluster="eu-1",runtime_name!=""',
             "additionalRules": [
                 {"record": "trussium:admissions:rate5m", "expr": "sum(rate(up[5m]))"}
             ],
@@ -128,6 +136,9 @@ def test_overrides_thresholds_and_placement(
     assert slow["expr"].rstrip().endswith("> 0.25")
     assert "< 20 * 86400" in found["TrussiumWebhookCertificateExpiry"]["expr"]
     assert "runbook_url" not in slow["annotations"]
+    saturated = found["TrussiumRuntimeSaturated"]["expr"]
+    assert saturated.rstrip().endswith("> 8")
+    assert 'trussium_http_requests_active{cluster="eu-1",runtime_name!=""}' in saturated
 
 
 def test_no_alert_for_a_component_that_does_not_run_in_the_cluster_or_a_check_turned_off(
@@ -151,8 +162,12 @@ def test_no_alert_for_a_component_that_does_not_run_in_the_cluster_or_a_check_tu
         "TrussiumControllerQueueStuck",
         "TrussiumRuntimeNotReady",
         "TrussiumRuntimeUpgradeFailed",
+        *RUNTIME_TRAFFIC,
     }
-    assert all(a.startswith("TrussiumWebhook") for a in alerts("controller.replicas=0"))
+    # The runtimes' traffic alerts read the runtimes, wherever the controller runs.
+    assert alerts("controller.replicas=0") - RUNTIME_TRAFFIC == {
+        a for a in ALERTS if a.startswith("TrussiumWebhook")
+    }
     assert alerts("controller.goOperatorExclusion.enabled=false") == ALERTS - {
         "TrussiumControllerGoLeaseUnreadable"
     }
@@ -167,13 +182,17 @@ def test_the_selector_scopes_every_alert_in_place_of_the_namespace(
     plane: ControlPlane, namespace: str, tmp_path: Path, selector: str, labels: set[str]
 ) -> None:
     """After relabeling (a `cluster` label, other namespaces), or for a Prometheus that
-    sees one release only, the selector says which series are this release's."""
+    sees one release only, the selector says which series are this release's; the
+    runtimes' traffic alerts keep their own (`runtimeSelector`)."""
     release = release_name()
     path = tmp_path / "values.yaml"
     path.write_text(yaml.safe_dump({"prometheusRule": {"enabled": True, "selector": selector}}))
     found = rules(render(plane, release, namespace, "-f", str(path)), fullname(release))
     assert set(found) == ALERTS
     for alert, rule in found.items():
+        if alert in RUNTIME_TRAFFIC:
+            assert all(RUNTIME_SELECTOR in m for m in MATCHER.findall(rule["expr"])), alert
+            continue
         assert selector_labels(rule["expr"]) == labels, alert
         if selector:
             assert all(selector in m for m in MATCHER.findall(rule["expr"])), alert

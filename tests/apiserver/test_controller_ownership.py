@@ -100,7 +100,9 @@ def message(runtime: Obj, type_: str) -> str:
 def test_a_name_held_by_someone_elses_object_of_any_kind_is_left_alone_and_reported(
     plane: ControlPlane, namespace: str, tmp_path: Path
 ) -> None:
-    kinds = [kind.kind for kind in MANAGED_KINDS]
+    # The kinds every cluster serves: an optional kind's API (the PodMonitor's) is
+    # not installed here, and its object is then never written at all.
+    kinds = [kind.kind for kind in MANAGED_KINDS if not kind.optional]
     names = {kind: f"squat-{kind.lower()}" for kind in kinds}
     held = {kind: create(plane, foreign(kind, names[kind], namespace)) for kind in kinds}
     with running_controller(plane, tmp_path / "controller.log", *scoped(namespace)) as controller:

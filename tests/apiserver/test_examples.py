@@ -19,7 +19,12 @@ from trussium_operator.common.validation import validate_runtime
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
-VALID = ["runtime.yaml", "runtime-production.yaml", "runtime-autoscaling.yaml"]
+VALID = [
+    "runtime.yaml",
+    "runtime-production.yaml",
+    "runtime-autoscaling.yaml",
+    "runtime-observed.yaml",
+]
 SCRIPTS = Path(sys.executable).parent
 # What examples/invalid-runtime.yaml gets wrong (the README shows the rejection).
 INVALID_FIELDS = (
@@ -63,7 +68,7 @@ def test_api_server_accepts_the_valid_examples(plane: ControlPlane, namespace: s
     names = plane.kubectl(
         "get", "truntime", "-n", namespace, "-o", "jsonpath={.items[*].metadata.name}"
     ).stdout.split()
-    assert sorted(names) == ["assistant", "batch", "chat"]
+    assert sorted(names) == ["assistant", "batch", "chat", "support"]
 
 
 def readme_runtimes() -> list[dict[str, Any]]:

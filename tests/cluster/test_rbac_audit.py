@@ -47,6 +47,7 @@ from tests.support.host_programs import (
     provided_certificate,
     running_chart_programs,
 )
+from tests.support.pod_monitor_crd import pod_monitor_crd
 from trussium_operator.common.api import TrussiumRuntime
 from trussium_operator.controller.runtime.kinds import MANAGED_KINDS, disabled_kinds
 
@@ -60,6 +61,7 @@ EVERY_FEATURE: dict[str, Any] = {
     "networkPolicy": {"enabled": True, "ingress": [{"namespaceSelector": {}}]},
     "autoscaling": {"enabled": True, "minReplicas": 1, "maxReplicas": 3},
     "resources": {"requests": {"cpu": "100m"}},
+    "observability": {"monitor": {"enabled": True}},
 }
 EVERY = [k.resource.plural for k in MANAGED_KINDS]
 # The kinds every runtime has (the others are turned on by its spec).
@@ -79,6 +81,8 @@ MODES = {
 def audited() -> Iterator[ControlPlane]:
     with ControlPlane(Profile.CLUSTER, apiserver_args=[ADMISSION]) as plane:
         install_crds(plane)
+        # The optional kind's API served, so its grants are exercised too.
+        plane.kubectl("apply", "--server-side", "-f", "-", input=json.dumps(pod_monitor_crd()))
         yield plane
 
 
@@ -229,7 +233,8 @@ def _everything_they_do(plane: ControlPlane, apps: str, *, checked: bool) -> Non
     # Turned off: the optional objects are deleted.
     plane.kubectl(
         "patch", "trussiumruntime", "full", "-n", apps, "--type=merge",
-        "-p", '{"spec":{"networkPolicy":{"enabled":false},"autoscaling":{"enabled":false}}}',
+        "-p", '{"spec":{"networkPolicy":{"enabled":false},"autoscaling":{"enabled":false},'
+        '"observability":{"monitor":{"enabled":false}}}}',
     )  # fmt: skip
     optional = sorted(set(EVERY) - set(ALWAYS))
     wait_for(

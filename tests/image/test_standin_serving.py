@@ -1,11 +1,13 @@
 """The stand-in serving as the runtime serves: chat completions through its
 provider, readiness gated on that provider only when asked, the runtime's
-request metrics. Both run as plain processes on loopback: the stand-in fed
+request metrics, and the chart's runtime alerts and panels evaluated over them by
+a real Prometheus. Both run as plain processes on loopback: the stand-in fed
 the environment the operator renders, and the provider stub
 (`trussium-standin provider`) as its provider."""
 
 import hashlib
 import json
+import math
 import signal
 import urllib.error
 import urllib.request
@@ -16,8 +18,12 @@ from typing import Any
 
 import pytest
 
+from devcluster import ControlPlane
 from devcluster.layout import free_port
 from devcluster.polling import wait_for
+from devcluster.prometheus import BINARY as PROMETHEUS
+from devcluster.prometheus import MISSING, Prometheus
+from hack.dashboard import load, queries
 from tests.image.standin import (
     API_KEY,
     as_runtime_user,
@@ -28,6 +34,7 @@ from tests.image.standin import (
     run,
     serving,
 )
+from tests.support.chart import find, fullname, release_name, render
 from tests.support.chat import chat
 from trussium_operator.common import constants as c
 
@@ -374,3 +381,68 @@ def test_it_takes_every_runtime_setting_the_operator_may_render(standin: Path) -
         "requiredModel": "llama3.2",
     }
     assert config["metricsEnabled"] is True
+
+
+RUNTIME_ALERTS = ("TrussiumRuntimeErrors", "TrussiumRuntimeSaturated")
+# The target labels a runtime's PodMonitor gives its series (common.render).
+SCRAPED_AS = {"namespace": "team", "runtime_namespace": "team", "runtime_name": "support"}
+
+
+@pytest.mark.api
+@pytest.mark.skipif(PROMETHEUS is None, reason=MISSING)
+def test_the_charts_runtime_alerts_and_panels_read_the_scraped_runtime(
+    plane: ControlPlane, standin: Path, stub: Stub, tmp_path: Path
+) -> None:
+    """A real Prometheus scrapes the stand-in as the runtime's PodMonitor labels it and
+    evaluates the chart's runtime alerts: they load, the error ratio fires while the
+    provider fails, and every runtime traffic panel of the dashboard has data."""
+    release = release_name()
+    immediate = "prometheusRule.alerts.TrussiumRuntimeErrors.for=0s"
+    objects = render(
+        plane, release, "ops", "--set", "prometheusRule.enabled=true", "--set", immediate
+    )
+    (group,) = find(objects, "PrometheusRule", fullname(release))["spec"]["groups"]
+    rules = [rule for rule in group["rules"] if rule["alert"] in RUNTIME_ALERTS]
+    assert [rule["alert"] for rule in rules] == list(RUNTIME_ALERTS)
+    panels = [(title, expr) for title, expr in queries(load()) if "trussium_http_" in expr]
+    assert len(panels) == 5
+
+    with runtime(standin, provided("runtime-observed.yaml", stub)) as url:
+        port = int(url.rsplit(":", 1)[1])
+        groups = [{"name": "runtime", "rules": rules}]
+        with Prometheus(tmp_path, {"support": port}, SCRAPED_AS, groups) as prom:
+
+            def served(status: int) -> list[dict[str, Any]]:
+                """One more request, then the alerts Prometheus holds firing."""
+                assert chat(url, "llama3.2", "hello")["status"] == status
+                return prom.query('ALERTS{alertstate="firing"}')
+
+            # Served: two scrapes of a growing count, and nothing fires.
+            wait_for(
+                lambda: served(200) == [] and prom.query("count_over_time(up[1m]) >= 3"),
+                "three scrapes of the serving runtime",
+                timeout=30,
+            )
+            assert served(200) == []
+            # Loaded and evaluated without an error.
+            loaded = [r for g in prom.api("rules")["groups"] for r in g["rules"]]
+            assert [(r["name"], r["health"]) for r in loaded] == [
+                (alert, "ok") for alert in RUNTIME_ALERTS
+            ]
+            # The provider refuses every request: 502s, and the error ratio fires.
+            stub.fail(401)
+            (alert,) = wait_for(lambda: served(502), "the error ratio alert", timeout=60)
+            assert alert["metric"]["alertname"] == "TrussiumRuntimeErrors"
+            assert {k: alert["metric"][k] for k in ("runtime_namespace", "runtime_name")} == {
+                "runtime_namespace": "team",
+                "runtime_name": "support",
+            }
+            # Saturation reads the same target: its measure has a value, below the threshold.
+            saturation = rules[1]["expr"].rpartition(">")[0]
+            assert [s["metric"] for s in prom.query(saturation)] == [
+                {"runtime_namespace": "team", "runtime_name": "support"}
+            ]
+            for title, expr in panels:
+                values = [float(s["value"][1]) for s in prom.query(expr)]
+                assert values, f"{title}: no data for {expr}"
+                assert not any(math.isnan(v) for v in values), f"{title}: {values}"

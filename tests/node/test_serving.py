@@ -46,11 +46,16 @@ pytestmark = [pytest.mark.node, pytest.mark.usefixtures("standin")]
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 CHAT = Path(chat.__file__).resolve()
 # The example runtimes (the invalid one is refused by admission, by design).
-RUNTIME_EXAMPLES = ("runtime.yaml", "runtime-autoscaling.yaml", "runtime-production.yaml")
+RUNTIME_EXAMPLES = (
+    "runtime.yaml",
+    "runtime-autoscaling.yaml",
+    "runtime-production.yaml",
+    "runtime-observed.yaml",
+)
 # The provider stub: its Deployment and Service, on Ollama's port, with the examples' models.
 PROVIDER = "provider"
 PROVIDER_PORT = 11434
-PROVIDER_MODELS = "llama3.2,qwen2.5,gpt-4o-mini"
+PROVIDER_MODELS = "llama3.2,qwen2.5,mistral,gpt-4o-mini"
 # runtime.yaml's runtime, and one like it whose readiness is gated on the provider.
 ASSISTANT = "assistant"
 CHECKED = "checked"

@@ -18,6 +18,7 @@ EVERY_FEATURE: dict[str, Any] = {
     "networkPolicy": {"enabled": True, "ingress": [{"namespaceSelector": {}}]},
     "autoscaling": {"enabled": True},
     "resources": {"requests": {"cpu": "100m"}},
+    "observability": {"monitor": {"enabled": True}},
 }
 
 

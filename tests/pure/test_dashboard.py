@@ -1,14 +1,15 @@
-"""The chart's Grafana dashboard queries only series the programs register, and only
-their own labels: nothing a scrape configuration or relabeling names (job, pod,
-namespace), except `instance` to join two series of one process."""
+"""The chart's Grafana dashboard queries only series the programs register (and the
+runtime's own, labelled with the runtime by its PodMonitor), and only their own
+labels: nothing a scrape configuration or relabeling names (job, pod, namespace),
+except `instance` to join two series of one process."""
 
 import pytest
 
 from hack.dashboard import load, queries, variable_reads
-from tests.support.metric_registry import registered_series
+from tests.support.metric_registry import registered_series, runtime_series
 from tests.support.promql import reads
 
-SERIES = registered_series()
+SERIES = registered_series() | runtime_series()
 # The one target label a query may use: to pair series of the same process (`on`).
 JOIN_LABELS = {"instance"}
 
@@ -44,6 +45,9 @@ def test_it_shows_every_per_runtime_series_and_the_new_controller_runtime_ones()
         "controller_runtime_reconcile_panics_total",
         "controller_runtime_terminal_reconcile_errors_total",
         "leader_election_slowpath_total",
+        "trussium_http_requests_total",
+        "trussium_http_request_duration_seconds_bucket",
+        "trussium_http_requests_active",
     } <= read
 
 

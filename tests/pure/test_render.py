@@ -488,21 +488,23 @@ def test_autoscaler_targets_the_deployment_on_cpu_utilization() -> None:
 
 NETWORK_POLICY = ("networking.k8s.io/v1", "NetworkPolicy")
 AUTOSCALER = ("autoscaling/v2", "HorizontalPodAutoscaler")
+POD_MONITOR = ("monitoring.coreos.com/v1", "PodMonitor")
 
 
 @pytest.mark.parametrize(
     ("spec", "disabled"),
     [
-        ({}, [NETWORK_POLICY, AUTOSCALER]),
+        ({}, [NETWORK_POLICY, AUTOSCALER, POD_MONITOR]),
         (
             {"networkPolicy": {"enabled": False}, "autoscaling": {"enabled": False}},
-            [NETWORK_POLICY, AUTOSCALER],
+            [NETWORK_POLICY, AUTOSCALER, POD_MONITOR],
         ),
         (
             {"networkPolicy": {"enabled": True, "ingress": [{"namespaceSelector": {}}]}},
-            [AUTOSCALER],
+            [AUTOSCALER, POD_MONITOR],
         ),
-        ({"autoscaling": {"enabled": True}}, [NETWORK_POLICY]),
+        ({"autoscaling": {"enabled": True}}, [NETWORK_POLICY, POD_MONITOR]),
+        ({"observability": {"monitor": {"enabled": True}}}, [NETWORK_POLICY, AUTOSCALER]),
     ],
 )
 def test_disabled_optional_objects_are_the_ones_to_delete(

@@ -10,6 +10,7 @@ from prometheus_client.registry import Collector
 
 import trussium_operator.controller.machinery.metrics
 import trussium_operator.controller.metrics
+from trussium_operator.common.constants import RUNTIME_TARGET_LABELS
 from trussium_operator.controller.metrics import RuntimeMetrics
 from trussium_operator.webhook.metrics import WebhookMetrics
 
@@ -57,3 +58,18 @@ def registered_series() -> dict[str, frozenset[str]]:
         | series_labels(scrape_time)
         | series_labels(WebhookMetrics().registry)
     )
+
+
+def runtime_series() -> dict[str, frozenset[str]]:
+    """The runtime's request series (as the stand-in exports them, hack/image/README.md)
+    with the target labels its PodMonitor adds: what the chart's runtime traffic
+    panels and alerts may read."""
+    targets = frozenset(RUNTIME_TARGET_LABELS)
+    duration = frozenset({"method", "outcome"}) | targets
+    return {
+        "trussium_http_requests_active": targets,
+        "trussium_http_requests_total": frozenset({"method", "outcome", "status_code"}) | targets,
+        "trussium_http_request_duration_seconds_bucket": duration | {"le"},
+        "trussium_http_request_duration_seconds_sum": duration,
+        "trussium_http_request_duration_seconds_count": duration,
+    }

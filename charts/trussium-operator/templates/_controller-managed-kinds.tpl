@@ -18,4 +18,7 @@ controller/runtime/kinds.py (each entry's verbs and why). Do not edit.
 - apiGroups: ["autoscaling"]
   resources: ["horizontalpodautoscalers"]
   verbs: ["get", "list", "watch", "create", "patch", "delete"]
+- apiGroups: ["monitoring.coreos.com"]
+  resources: ["podmonitors"]
+  verbs: ["get", "list", "watch", "create", "patch", "delete"]
 {{- end }}
