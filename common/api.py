@@ -409,6 +409,7 @@ MONITOR_NEEDS_METRICS = CelRule(
     rule="!has(self.monitor) || !self.monitor.enabled || !has(self.metrics) || self.metrics",
     message="monitor.enabled needs the runtime's metrics: remove metrics: false",
     holds=lambda spec: not (spec.monitor and spec.monitor.enabled and spec.metrics is False),
+    name=Rule.MONITOR_NEEDS_METRICS,
 )
 
 
@@ -466,6 +467,7 @@ LOAD_BALANCER_FIELDS_NEED_LOAD_BALANCER = CelRule(
         service.type == "LoadBalancer"
         or (service.load_balancer_source_ranges is None and service.external_traffic_policy is None)
     ),
+    name=Rule.LOAD_BALANCER_FIELDS,
 )
 
 

@@ -34,6 +34,8 @@ class Rule(StrEnum):
     KEYS_AND_VALUES = "KeysAndValues"
     RESERVED_KEY = "ReservedKey"
     SOURCE_RANGES = "LoadBalancerSourceRanges"
+    LOAD_BALANCER_FIELDS = "LoadBalancerFieldsNeedLoadBalancer"
+    MONITOR_NEEDS_METRICS = "MonitorNeedsMetrics"
     TOLERATIONS_AND_AFFINITY = "TolerationsAndAffinity"
     RUNTIME_NAME = "RuntimeName"
     RESOURCES = "Resources"
@@ -109,6 +111,12 @@ CATALOGUE: dict[str, RuleDoc] = {
         _LABELS,
     ),
     Rule.SOURCE_RANGES: RuleDoc("a load balancer source range that is not a CIDR", "the-service"),
+    Rule.LOAD_BALANCER_FIELDS: RuleDoc(
+        "load balancer settings on a Service that is not a LoadBalancer", "the-service"
+    ),
+    Rule.MONITOR_NEEDS_METRICS: RuleDoc(
+        "a PodMonitor for a runtime that serves no metrics", "scraping-the-runtime"
+    ),
     Rule.TOLERATIONS_AND_AFFINITY: RuleDoc(
         "a toleration or affinity term Kubernetes refuses",
         "tolerations-and-affinity-as-kubernetes-validates-them",
