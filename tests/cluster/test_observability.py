@@ -46,6 +46,11 @@ ABSENT_HERE = {
     "rest_client_rate_limiter_duration_seconds_bucket",
     # one series per Go operator leader Lease found: there is none here
     "trussium_foreign_lease_held",
+    # the runtimes' own series (the "Runtime traffic" row): no runtime process runs on
+    # kwok nodes; tests/image/test_standin_serving.py reads them from a scraped stand-in
+    "trussium_http_requests_total",
+    "trussium_http_request_duration_seconds_bucket",
+    "trussium_http_requests_active",
 }
 QUIET = (
     "TrussiumControllerDown",
