@@ -173,18 +173,33 @@ class LeaderElector:
         log.error("leader lease lost", extra={"fields": self._fields()})
 
     async def release(self) -> None:
-        """Hand the Lease over at once (best effort, bounded: it expires anyway)."""
+        """Hand the Lease over at once (best effort, bounded: it expires anyway).
+
+        A renewal cancelled while its PUT was on the wire may still have landed, leaving
+        our copy one version behind: on that conflict the Lease is read again, and
+        released from the fresh copy if it is still ours."""
         if not self.leading or self._lease is None:
             return
         self.leading = False
         metrics.LEADER.labels(self.lease.name).set(0)
-        lease = self._lease | {"spec": released_spec(self._lease["spec"], datetime.now(UTC))}
         try:
             async with asyncio.timeout(RELEASE_SECONDS):
-                await self.kube.request("PUT", LEASES.path(*self.lease), body=lease)
+                try:
+                    await self._put_released(self._lease)
+                except ApiError as error:
+                    if not error.conflict:
+                        raise
+                    current = await self._get()
+                    if record_of(current).holder != self.identity:
+                        return
+                    await self._put_released(current)
             log.info("leader lease released", extra={"fields": self._fields()})
         except (KubeError, TimeoutError) as error:
             log.warning("cannot release the lease", extra={"fields": self._failure(error)})
+
+    async def _put_released(self, lease: dict[str, Any]) -> None:
+        released = lease | {"spec": released_spec(lease["spec"], datetime.now(UTC))}
+        await self.kube.request("PUT", LEASES.path(*self.lease), body=released)
 
     def _fields(self) -> dict[str, str]:
         return {"lease": str(self.lease), "identity": self.identity}

@@ -137,6 +137,25 @@ async def test_a_stop_that_arrives_as_a_renewal_succeeds_stops_the_leader(
         await elector.kube.api.close()
 
 
+@pytest.mark.parametrize(("holder", "released"), [("me", True), ("other", False)])
+async def test_a_release_after_a_renewal_landed_unanswered_reads_the_lease_again(
+    server: FakeApiServer, holder: str, released: bool
+) -> None:
+    """A renewal cancelled on the wire (a stop) may land without our copy learning its
+    resourceVersion: the release then conflicts, reads the Lease, and releases it if it
+    is still ours; a Lease another process took meanwhile is left alone."""
+    elector = LeaderElector(server.kube(), LOCK, "me", FAST)
+    try:
+        await elector.acquire()
+        assert server.lease is not None
+        server.lease["metadata"]["resourceVersion"] = "renewed-elsewhere"
+        server.lease["spec"]["holderIdentity"] = holder
+        await elector.release()
+        assert server.lease["spec"]["holderIdentity"] == ("" if released else holder)
+    finally:
+        await elector.kube.api.close()
+
+
 @pytest.mark.parametrize("failure", [Lease.DROP, Lease.HANG])
 async def test_the_leader_steps_down_when_the_renew_deadline_has_really_passed(
     server: FakeApiServer, failure: Lease
