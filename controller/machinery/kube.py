@@ -7,7 +7,6 @@ lists) and must never deserialize a Secret.
 """
 
 import asyncio
-import json
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -16,6 +15,7 @@ from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 import aiohttp
+import orjson
 from aiohttp.http_exceptions import HttpProcessingError
 from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client.exceptions import ApiException
@@ -140,7 +140,7 @@ def retry_after_seconds(value: str | None) -> float | None:
 async def _error(response: aiohttp.ClientResponse) -> ApiError:
     retry_after = retry_after_seconds(response.headers.get("Retry-After"))
     try:
-        body = json.loads(await response.read())
+        body = orjson.loads(await response.read())
     except ValueError:
         body = None
     if not isinstance(body, dict):
@@ -200,7 +200,7 @@ class Kube:
                 method,
                 url,
                 headers=headers,
-                data=None if body is None else json.dumps(body),
+                data=None if body is None else orjson.dumps(body),
                 timeout=read_timeout or aiohttp.ClientTimeout(total=60),
                 proxy=rest.proxy or None,
                 proxy_headers=rest.proxy_headers or None,
@@ -229,7 +229,7 @@ class Kube:
             async with response:
                 if not 200 <= response.status < 300:
                     raise await _error(response)
-                result = json.loads(await response.read())
+                result = orjson.loads(await response.read())
                 if not isinstance(result, dict):
                     raise UnreadableError("answer is not a JSON object")
                 return result
@@ -261,7 +261,7 @@ class Kube:
                 opened()
                 async for line in response.content:
                     if line.strip():
-                        event = json.loads(line)
+                        event = orjson.loads(line)
                         if not isinstance(event, dict):
                             raise UnreadableError("watch event is not an object")
                         yield event

@@ -10,9 +10,10 @@ Deployment controller's revision) are not ours, and apply would keep them.
 """
 
 import hashlib
-import json
 import sys
 from typing import Any
+
+import orjson
 
 from trussium_operator.controller.machinery.cache import Obj, strip_bookkeeping
 from trussium_operator.controller.machinery.names import NamespacedName
@@ -35,7 +36,9 @@ _NOT_FIELDS = ("apiVersion", "kind", "metadata", "status", FIELDS_DIGEST)
 
 
 def _digest(value: Any) -> str:
-    return hashlib.blake2b(json.dumps(value, sort_keys=True).encode(), digest_size=16).hexdigest()
+    return hashlib.blake2b(
+        orjson.dumps(value, option=orjson.OPT_SORT_KEYS), digest_size=16
+    ).hexdigest()
 
 
 def fields_digest(obj: Obj) -> str:
