@@ -33,6 +33,7 @@ from trussium_operator.controller.machinery.kube import (
     TransportError,
     describe,
 )
+from trussium_operator.controller.machinery.names import NamespacedName
 
 log = logging.getLogger("controller.informer")
 PAGE_SIZE = 500
@@ -197,6 +198,16 @@ class Informer:
             events += 1
         return events
 
+    def _held(self, obj: dict[str, Any]) -> bool:
+        """The store holds this very version already: a write's answer, stored by the
+        writer (a runtime's status), comes back as its own event."""
+        meta = obj.get("metadata") or {}
+        version, name = meta.get("resourceVersion"), meta.get("name")
+        if not version or not name:
+            return False
+        held = self.cache.store.get(NamespacedName(meta.get("namespace") or "", name))
+        return held is not None and held["metadata"].get("resourceVersion") == version
+
     def _handle(self, event: dict[str, Any], version: str) -> str:
         kind, obj = event.get("type"), event.get("object") or {}
         if kind == "ERROR":
@@ -207,6 +218,8 @@ class Informer:
         if kind == "BOOKMARK":
             return new_version
         if kind in ("ADDED", "MODIFIED"):
+            if self._held(obj):
+                return new_version
             change = self.cache.store.upsert(obj)
         elif kind == "DELETED":
             change = self.cache.store.delete(obj)

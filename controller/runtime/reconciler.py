@@ -48,6 +48,7 @@ from trussium_operator.controller.runtime.kinds import (
 )
 from trussium_operator.controller.runtime.recorder import Recorder
 from trussium_operator.controller.runtime.secret_presence import SecretPresence
+from trussium_operator.controller.runtime.settled import Inputs, SettledInputs
 from trussium_operator.controller.runtime.validated import ValidGenerations
 from trussium_operator.controller.runtime.watches import Caches
 
@@ -73,12 +74,14 @@ class Reconciler:
         self.legacy_managers = legacy_managers
         self.applied = AppliedObjects()
         self.valid = ValidGenerations()
+        self.settled = SettledInputs()
 
     async def reconcile(self, key: NamespacedName) -> None:
         obj = self.caches.runtimes.store.get(key)
         if obj is None:
             self.applied.forget(key)
             self.valid.forget(key)
+            self.settled.forget(key)
             return
         if obj["metadata"].get("deletionTimestamp"):
             return
@@ -107,9 +110,13 @@ class Reconciler:
             if outcome.reference_check_error:
                 raise ReconcileError(outcome.reference_check_error)
             return
+        versions = self.secrets.versions(key.namespace, credential_secret_names(runtime.spec))
+        if self.settled.unchanged(key, self._inputs(obj, outcome, versions, self._cached(key))):
+            return
+        self.settled.forget(key)
         obj = await self._announce_upgrade(obj, runtime, outcome, warnings)
         try:
-            deployment, service = await self._converge(runtime)
+            observed = await self._converge(runtime, versions)
         except ResourceConflictError as conflict:
             # Reported once as a state (Degraded, with its Warning event), not as a
             # failure per retry; retried with backoff, as nothing watches the other object.
@@ -121,7 +128,30 @@ class Reconciler:
                 failure = replace(outcome, reconcile_error=failure_message(error))
                 await self._report(obj, runtime, failure, *self._observed(key), warnings)
             raise
+        deployment, service = observed.get("Deployment"), observed.get("Service")
         await self._report(obj, runtime, outcome, deployment, service, warnings)
+        written = self.caches.runtimes.store.get(key) or obj
+        self.settled.record(key, self._inputs(written, outcome, versions, observed))
+
+    def _cached(self, key: NamespacedName) -> dict[str, Obj | None]:
+        """Each served kind's cached object under the runtime's name."""
+        return {
+            kind.kind: cache.store.get(key)
+            for kind in self.kinds
+            if (cache := self.caches.owned(kind.kind)).served
+        }
+
+    @staticmethod
+    def _inputs(
+        obj: Obj, outcome: Outcome, versions: Mapping[str, str], objects: Mapping[str, Obj | None]
+    ) -> Inputs:
+        """What a reconcile reads, as versions (`controller/runtime/settled.py`)."""
+        return (
+            obj["metadata"].get("resourceVersion"),
+            outcome,
+            tuple(sorted(versions.items())),
+            tuple(sorted((kind, _version(o)) for kind, o in objects.items())),
+        )
 
     async def _announce_upgrade(
         self,
@@ -152,24 +182,21 @@ class Reconciler:
             self.caches.owned("Service").store.get(key),
         )
 
-    async def _converge(self, runtime: TrussiumRuntime) -> tuple[Obj | None, Obj | None]:
+    async def _converge(
+        self, runtime: TrussiumRuntime, versions: dict[str, str]
+    ) -> dict[str, Obj | None]:
         """Apply every enabled kind's object in registry order, each with its kind's step
-        (`controller/runtime/kinds.py`), then delete the disabled kinds' objects; return the
-        fresh Deployment and Service. An optional kind whose API is not served is
+        (`controller/runtime/kinds.py`), then delete the disabled kinds' objects; return
+        each served kind's object as the API server last answered or the cache holds it
+        (None once deleted). An optional kind whose API is not served is
         left out until it is (its appearance requeues every runtime).
 
         Nothing is written while any managed name is held by an object the runtime
         does not own (`ResourceConflictError`): a runtime is not half provisioned around
         someone else's Service or NetworkPolicy."""
         key = NamespacedName(runtime.metadata.namespace, runtime.metadata.name)
-        context = RenderContext(
-            runtime,
-            self.caches.owned("Deployment").store.get(key),
-            self.secrets.versions(key.namespace, credential_secret_names(runtime.spec)),
-        )
-        observed: dict[str, Obj | None] = dict(
-            zip(("Deployment", "Service"), self._observed(key), strict=True)
-        )
+        context = RenderContext(runtime, self.caches.owned("Deployment").store.get(key), versions)
+        observed = self._cached(key)
         served = [kind for kind in self.kinds if self.caches.owned(kind.kind).served]
         enabled = [kind for kind in served if kind.enabled(runtime)]
         conflicts = [
@@ -195,8 +222,9 @@ class Reconciler:
             self.applied.record(rendered, answer)
             observed[kind.kind] = answer
         for kind in disabled_kinds(runtime, tuple(served)):
-            await self._delete_if_ours(runtime, kind, key)
-        return observed["Deployment"], observed["Service"]
+            if await self._delete_if_ours(runtime, kind, key):
+                observed[kind.kind] = None
+        return observed
 
     async def _ownership(
         self, runtime: TrussiumRuntime, kind: ManagedKind, key: NamespacedName
@@ -215,10 +243,11 @@ class Reconciler:
 
     async def _delete_if_ours(
         self, runtime: TrussiumRuntime, kind: ManagedKind, key: NamespacedName
-    ) -> None:
+    ) -> bool:
+        """Whether the object was ours and is gone (or going) now."""
         live = self.caches.owned(kind.kind).store.get(key)
         if live is None or not ownership(live, key.name, runtime.metadata.uid).claim.writable:
-            return
+            return False
         try:
             await self.kube.request(
                 "DELETE",
@@ -228,6 +257,7 @@ class Reconciler:
         except ApiError as error:
             if not (error.not_found or error.conflict):
                 raise
+        return True
 
     async def _report(
         self,
@@ -289,6 +319,10 @@ class Reconciler:
         # The watch brings the same object later; storing it now keeps a quick
         # follow-up reconcile from writing on top of a stale version.
         self.caches.runtimes.store.upsert(answer)
+
+
+def _version(obj: Obj | None) -> str | None:
+    return None if obj is None else obj["metadata"].get("resourceVersion")
 
 
 def _stamp(now: datetime) -> str:

@@ -26,6 +26,7 @@ from trussium_operator.common.api import TrussiumRuntime
 from trussium_operator.common.defaulting import apply_defaults
 from trussium_operator.common.images import render_image
 from trussium_operator.common.managed_fields import GO_OPERATOR_MANAGER
+from trussium_operator.common.render import RenderContext
 from trussium_operator.controller.machinery import informer, metrics
 from trussium_operator.controller.machinery.backoff import Backoff
 from trussium_operator.controller.machinery.kube import (
@@ -34,10 +35,11 @@ from trussium_operator.controller.machinery.kube import (
     ApiError,
     TransportError,
 )
+from trussium_operator.controller.machinery.names import NamespacedName
 from trussium_operator.controller.manager import Manager, Options
 from trussium_operator.controller.metrics import CONTROLLER, QUEUE
 from trussium_operator.controller.runtime import reconciler, validated
-from trussium_operator.controller.runtime.kinds import render_managed_objects
+from trussium_operator.controller.runtime.kinds import ManagedKind, render_managed_objects
 from trussium_operator.serving.secure_metrics import MetricsOptions
 
 NS = "team"
@@ -484,3 +486,31 @@ async def test_the_log_says_status_updated_exactly_when_the_status_was_written(
     writes = [call for call in fake.calls[since:] if status_put("rt")(call)]
     logged = [r for r in caplog.records if r.getMessage() == "status updated"]
     assert len(logged) == len(writes)
+
+
+async def test_a_reconcile_with_nothing_new_since_the_last_one_does_no_work(
+    running: Running, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The watch events of the controller's own writes queue the runtime again: that
+    reconcile reads the versions it left behind and stops before rendering."""
+    fake = running.fake
+    fake.apply(runtime_manifest("rt", NS))
+    await reconciled(running)
+    renders: list[str] = []
+    manifest = ManagedKind.manifest
+
+    def counted(kind: ManagedKind, context: RenderContext) -> Obj:
+        renders.append(kind.kind)
+        return manifest(kind, context)
+
+    monkeypatch.setattr(ManagedKind, "manifest", counted)
+    calls, successes = len(fake.calls), counter("success")
+    running.manager.queue.add(NamespacedName(NS, "rt"))
+    await until(lambda: counter("success") > successes, "the reconcile")
+    await running.quiescent()
+    assert (renders, fake.calls[calls:]) == ([], [])
+
+    # Anything new does: here the Deployment losing its replicas.
+    fake.set_status("Deployment", NS, "rt", {"readyReplicas": 0, "availableReplicas": 0})
+    await running.condition("Ready", "False", "RuntimeNotReady")
+    assert "Deployment" in renders
