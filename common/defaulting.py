@@ -44,7 +44,10 @@ def json_pointer(path: Iterable[str | int]) -> str:
 def _default(
     value: Any, schema: Mapping[str, Any], path: list[str | int], patch: list[dict[str, Any]]
 ) -> Any:
-    """`value` with nulls pruned and defaults applied; appends one op per change to `patch`."""
+    """`value` with nulls pruned and defaults applied; appends one op per change to `patch`.
+
+    Only maps and lists are walked into: a present scalar is returned as it is.
+    """
     if isinstance(value, dict):
         properties = schema.get("properties", {})
         extra = schema.get("additionalProperties")
@@ -60,14 +63,19 @@ def _default(
                 op = "replace" if key in out else "add"
                 patch.append({"op": op, "path": json_pointer([*path, key]), "value": filled})
                 out[key] = filled
-            elif key in out:
+            elif isinstance(out.get(key), dict | list):
                 out[key] = _default(out[key], sub, [*path, key], patch)
         if isinstance(extra, Mapping):
-            for key in [k for k in out if k not in properties]:
-                out[key] = _default(out[key], extra, [*path, key], patch)
+            for key in [k for k, v in out.items() if isinstance(v, dict | list)]:
+                if key not in properties:
+                    out[key] = _default(out[key], extra, [*path, key], patch)
         return out
     if isinstance(value, list) and "items" in schema:
-        return [_default(v, schema["items"], [*path, i], patch) for i, v in enumerate(value)]
+        items = schema["items"]
+        return [
+            _default(v, items, [*path, i], patch) if isinstance(v, dict | list) else v
+            for i, v in enumerate(value)
+        ]
     return value
 
 
