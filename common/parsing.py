@@ -43,6 +43,8 @@ from trussium_operator.common.rules import Rule
 # the models do not bound (`MaxEntries`), and how far a stored runtime's bounded
 # collection is read (its bound did not exist when it was stored).
 MAX_COLLECTION_ENTRIES = 1000
+# What the walks step into; a tuple, which isinstance checks faster than `dict | list`.
+_CONTAINERS = (dict, list)
 
 _PATTERN_HINTS = {
     api.DNS_SUBDOMAIN_PATTERN: "a lowercase RFC 1123 subdomain (lowercase letters, digits, "
@@ -302,7 +304,7 @@ def _bounded(
     review costs what the bounds allow; a `stored` runtime's is read up to
     MAX_COLLECTION_ENTRIES, as the operator renders it whole (`common.ratcheting`).
     """
-    if not isinstance(value, dict | list) or len(loc) >= MAX_DEPTH:
+    if not isinstance(value, _CONTAINERS) or len(loc) >= MAX_DEPTH:
         return value  # deeper: left whole for json_problem to report
     limit = bound or MAX_COLLECTION_ENTRIES
     if len(value) > limit:
@@ -327,12 +329,12 @@ def _bounded(
         item = inner if kind == "list" else None
         entries = islice(enumerate(value), kept)
         return [
-            _bounded(v, item, None, (*loc, i), errors, stored) if isinstance(v, dict | list) else v
+            _bounded(v, item, None, (*loc, i), errors, stored) if isinstance(v, _CONTAINERS) else v
             for i, v in entries
         ]
     out = {}
     for key, v in islice(value.items(), kept):
-        if not isinstance(v, dict | list):  # a scalar has no bound: kept as it is
+        if not isinstance(v, _CONTAINERS):  # a scalar has no bound: kept as it is
             out[key] = v
             continue
         if kind == "model":
