@@ -29,6 +29,8 @@ is a library and imports nothing but `common`.
 
 Modules: `authority` (CA and serving certificates, PEM helpers, renewal
 test; pure but for key generation), `rotation` (what the two Secrets should
-hold next; pure), `files` (the folder, atomic writes), `reload`, `inject`
-(caBundle patches), `selfmanaged`.
+hold next; pure), `files` (the folder, atomic writes), `served` (a
+certificate's serial, expiry and key type read without `cryptography`, which
+serving never imports; pure), `reload`, `inject` (caBundle patches),
+`selfmanaged`.
 """

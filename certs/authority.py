@@ -18,6 +18,10 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+# The package's one error, defined where the webhook's reloader can import it without
+# the cryptography package; re-exported here for every other user.
+from trussium_operator.certs.served import CertificateError as CertificateError
+
 CA_VALIDITY = timedelta(days=5 * 365)
 SERVING_VALIDITY = timedelta(days=365)
 RENEW_FRACTION = 1 / 3
@@ -26,10 +30,6 @@ RENEW_FRACTION = 1 / 3
 CLOCK_SKEW_ALLOWANCE = timedelta(minutes=5)
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
-
-
-class CertificateError(ValueError):
-    """Certificate or key material is unusable. Messages never contain key bytes."""
 
 
 @dataclass(frozen=True)

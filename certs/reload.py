@@ -5,12 +5,14 @@ copies the certificate into each connection at handshake time, so calling
 `load_cert_chain` on the live context changes what new handshakes present
 while open connections keep theirs: in-flight admissions never fail.
 
-A file pair is loaded only after it has been checked twice: `cryptography`
-confirms the key belongs to the certificate (a half-written rotation is
-skipped and picked up on the next change), and a scratch context proves that
-OpenSSL accepts the exact bytes, so a failed load never leaves the live
-context with a certificate but no key. The bytes OpenSSL reads come from an
-anonymous memory file, never from a file on disk (docs/adr/0011).
+A file pair is loaded only after a scratch context has proven that OpenSSL
+accepts the exact bytes and that the key belongs to the certificate (a
+half-written rotation is skipped and picked up on the next change), so a
+failed load never leaves the live context with a certificate but no key.
+The certificate's serial, expiry and key type are read by `certs.served`:
+serving imports no `cryptography`, which only a certificate made here needs
+(docs/adr/0052). The bytes OpenSSL reads come from an anonymous memory file,
+never from a file on disk (docs/adr/0011).
 """
 
 from __future__ import annotations
@@ -25,16 +27,12 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
-from cryptography import x509
-
-from trussium_operator.certs.authority import (
-    SERVING_VALIDITY,
-    CertificateError,
-    decode_key_pair,
-    generate_ca,
-    issue_serving_certificate,
-)
 from trussium_operator.certs.files import BundleFiles, read_bundle
+from trussium_operator.certs.served import (
+    CertificateError,
+    ServedCertificate,
+    read_served_certificate,
+)
 
 DEFAULT_POLL_SECONDS = 5.0
 
@@ -61,21 +59,28 @@ def self_signed_context(
     """A server context for a certificate made here and now, signed by a CA made for
     it and then forgotten (controller-runtime's default for its metrics server);
     with the certificate's expiry. Nothing of it is written to a disk."""
-    chain, certificate = _self_signed_chain(dns_names, ip_addresses)
+    chain = _self_signed_chain(dns_names, ip_addresses)
     context = server_context()
     with _memory_file(chain) as combined:
-        context.load_cert_chain(combined)
-    return context, certificate.not_valid_after_utc
+        context.load_cert_chain(combined, password=_encrypted)
+    return context, read_served_certificate(chain).not_after
 
 
 def _self_signed_chain(
     dns_names: Sequence[str] = ("localhost",), ip_addresses: Sequence[str] = ("127.0.0.1",)
-) -> tuple[bytes, x509.Certificate]:
-    """PEM of a certificate, the CA made for it and its key; and the certificate."""
+) -> bytes:
+    """PEM of a certificate, the CA made for it and its key."""
+    # The one use of `cryptography` in serving: making a key and a certificate.
+    from trussium_operator.certs.authority import (
+        SERVING_VALIDITY,
+        generate_ca,
+        issue_serving_certificate,
+    )
+
     now = datetime.now(UTC)
     ca = generate_ca("trussium-operator-self-signed", SERVING_VALIDITY, now=now)
     pair = issue_serving_certificate(ca, dns_names, ip_addresses, now=now)
-    return pair.certificate_pem + ca.certificate_pem + pair.private_key_pem, pair.certificate
+    return pair.certificate_pem + ca.certificate_pem + pair.private_key_pem
 
 
 class ReloadingTLS:
@@ -99,14 +104,15 @@ class ReloadingTLS:
         self.context = server_context()
         self._served_digest: bytes | None = None
         self._rejected_digest: bytes | None = None
-        self._certificate: x509.Certificate | None = None
+        self._certificate: ServedCertificate | None = None
         self.reload()
         if self._certificate is None:
             if not self_signed_until_present:
                 raise CertificateError(f"no usable certificate and key in {directory}")
-            chain, self._certificate = _self_signed_chain()
+            chain = _self_signed_chain()
+            self._certificate = read_served_certificate(chain)
             with _memory_file(chain) as combined:
-                self.context.load_cert_chain(combined)
+                self.context.load_cert_chain(combined, password=_encrypted)
             log.warning(
                 "no usable certificate and key in %s yet: serving a self-signed one until "
                 "they appear",
@@ -114,7 +120,7 @@ class ReloadingTLS:
             )
 
     @property
-    def certificate(self) -> x509.Certificate:
+    def certificate(self) -> ServedCertificate:
         """The certificate new handshakes present."""
         assert self._certificate is not None  # the constructor guarantees it
         return self._certificate
@@ -122,7 +128,7 @@ class ReloadingTLS:
     @property
     def not_after(self) -> datetime:
         """Expiry of the served certificate (UTC), for the expiry metric."""
-        return self.certificate.not_valid_after_utc
+        return self.certificate.not_after
 
     def reload(self) -> bool:
         """Load the files if their content changed; True when a new certificate is served.
@@ -139,7 +145,9 @@ class ReloadingTLS:
         if digest in (self._served_digest, self._rejected_digest):
             return False
         try:
-            certificate = decode_key_pair(files.certificate_pem, files.private_key_pem).certificate
+            certificate = read_served_certificate(files.certificate_pem)
+            if not certificate.ecdsa:
+                raise CertificateError("the certificate's key is not an ECDSA key")
             self._load(files)
         except (CertificateError, ssl.SSLError) as error:
             log.warning(
@@ -152,7 +160,7 @@ class ReloadingTLS:
         log.info(
             "serving certificate loaded: serial %x, expires %s",
             certificate.serial_number,
-            certificate.not_valid_after_utc.isoformat(),
+            certificate.not_after.isoformat(),
         )
         return True
 
@@ -166,9 +174,26 @@ class ReloadingTLS:
         # load_cert_chain reads paths only: hand it a private copy of the
         # validated bytes (so a concurrent rotation cannot slip in between)
         # in an anonymous memory file, so the key never touches a disk.
+        # The scratch context refuses a key that does not belong to the certificate.
         with _memory_file(files.certificate_pem + b"\n" + files.private_key_pem) as combined:
-            server_context().load_cert_chain(combined)
-            self.context.load_cert_chain(combined)
+            try:
+                server_context().load_cert_chain(combined, password=_encrypted)
+            except ssl.SSLError as error:
+                raise _refusal(error) from None
+            self.context.load_cert_chain(combined, password=_encrypted)
+
+
+def _encrypted() -> bytes:
+    """Asked for a passphrase: without this, OpenSSL would prompt on a terminal."""
+    raise CertificateError("not an unencrypted PEM private key")
+
+
+def _refusal(error: ssl.SSLError) -> CertificateError:
+    """OpenSSL's refusal of a pair, said plainly; its library and reason name no key bytes."""
+    if error.reason == "KEY_VALUES_MISMATCH":
+        return CertificateError("the private key does not belong to the certificate")
+    reason = " ".join(str(part) for part in (error.library, error.reason) if part)
+    return CertificateError(f"OpenSSL cannot load the certificate and key ({reason or error})")
 
 
 @contextmanager

@@ -26,6 +26,10 @@ class Defaulted:
     patch: list[dict[str, Any]]
 
 
+# What the walk steps into; a tuple, which isinstance checks faster than `dict | list`.
+_CONTAINERS = (dict, list)
+
+
 def copy_json(value: Any) -> Any:
     """A deep copy of a JSON tree (dicts, lists, scalars): several times faster
     than `copy.deepcopy`, which admission pays on every request."""
@@ -44,7 +48,10 @@ def json_pointer(path: Iterable[str | int]) -> str:
 def _default(
     value: Any, schema: Mapping[str, Any], path: list[str | int], patch: list[dict[str, Any]]
 ) -> Any:
-    """`value` with nulls pruned and defaults applied; appends one op per change to `patch`."""
+    """`value` with nulls pruned and defaults applied; appends one op per change to `patch`.
+
+    Only maps and lists are walked into: a present scalar is returned as it is.
+    """
     if isinstance(value, dict):
         properties = schema.get("properties", {})
         extra = schema.get("additionalProperties")
@@ -60,14 +67,19 @@ def _default(
                 op = "replace" if key in out else "add"
                 patch.append({"op": op, "path": json_pointer([*path, key]), "value": filled})
                 out[key] = filled
-            elif key in out:
+            elif isinstance(out.get(key), _CONTAINERS):
                 out[key] = _default(out[key], sub, [*path, key], patch)
         if isinstance(extra, Mapping):
-            for key in [k for k in out if k not in properties]:
-                out[key] = _default(out[key], extra, [*path, key], patch)
+            for key in [k for k, v in out.items() if isinstance(v, _CONTAINERS)]:
+                if key not in properties:
+                    out[key] = _default(out[key], extra, [*path, key], patch)
         return out
     if isinstance(value, list) and "items" in schema:
-        return [_default(v, schema["items"], [*path, i], patch) for i, v in enumerate(value)]
+        items = schema["items"]
+        return [
+            _default(v, items, [*path, i], patch) if isinstance(v, _CONTAINERS) else v
+            for i, v in enumerate(value)
+        ]
     return value
 
 

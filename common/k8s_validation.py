@@ -56,6 +56,8 @@ def _at(path: str, index: int) -> str:
 
 
 def as_dict(value: object) -> Mapping[str, Any]:
+    if type(value) is dict:  # the common case, without the slower abstract-class check
+        return value
     return value if isinstance(value, Mapping) else {}
 
 

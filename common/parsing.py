@@ -43,6 +43,8 @@ from trussium_operator.common.rules import Rule
 # the models do not bound (`MaxEntries`), and how far a stored runtime's bounded
 # collection is read (its bound did not exist when it was stored).
 MAX_COLLECTION_ENTRIES = 1000
+# What the walks step into; a tuple, which isinstance checks faster than `dict | list`.
+_CONTAINERS = (dict, list)
 
 _PATTERN_HINTS = {
     api.DNS_SUBDOMAIN_PATTERN: "a lowercase RFC 1123 subdomain (lowercase letters, digits, "
@@ -302,7 +304,7 @@ def _bounded(
     review costs what the bounds allow; a `stored` runtime's is read up to
     MAX_COLLECTION_ENTRIES, as the operator renders it whole (`common.ratcheting`).
     """
-    if not isinstance(value, dict | list) or len(loc) >= MAX_DEPTH:
+    if not isinstance(value, _CONTAINERS) or len(loc) >= MAX_DEPTH:
         return value  # deeper: left whole for json_problem to report
     limit = bound or MAX_COLLECTION_ENTRIES
     if len(value) > limit:
@@ -326,9 +328,15 @@ def _bounded(
     if isinstance(value, list):
         item = inner if kind == "list" else None
         entries = islice(enumerate(value), kept)
-        return [_bounded(v, item, None, (*loc, i), errors, stored) for i, v in entries]
+        return [
+            _bounded(v, item, None, (*loc, i), errors, stored) if isinstance(v, _CONTAINERS) else v
+            for i, v in entries
+        ]
     out = {}
     for key, v in islice(value.items(), kept):
+        if not isinstance(v, _CONTAINERS):  # a scalar has no bound: kept as it is
+            out[key] = v
+            continue
         if kind == "model":
             child, child_bound = fields.get(key, (None, None))
         else:
@@ -359,7 +367,7 @@ def _runtime(
     return runtime, ""
 
 
-def parse_runtime(obj: object, *, stored: bool = False) -> ParsedRuntime:
+def parse_runtime(obj: object, *, stored: bool = False, sound: bool = False) -> ParsedRuntime:
     """The one parse of a TrussiumRuntime (a decoded JSON value); never raises on JSON input.
 
     `errors` holds the collections over their bound and the schema rules the
@@ -368,14 +376,16 @@ def parse_runtime(obj: object, *, stored: bool = False) -> ParsedRuntime:
     the cluster as the controller does, each collection up to
     MAX_COLLECTION_ENTRIES (`_bounded`). The spec is copied before it is
     defaulted, so the result shares nothing mutable with `obj`'s spec;
-    metadata and status are `obj`'s own.
+    metadata and status are `obj`'s own. `sound`: the caller has already found
+    all of `obj` within the JSON limits (`json_problem`), as `decode_review`
+    does for a review's objects, so that pass is not repeated.
     """
     if not isinstance(obj, Mapping):
         return ParsedRuntime((_NOT_AN_OBJECT,))
     errors: list[FieldError] = []
     bounded = _bounded(obj.get("spec"), TrussiumRuntimeSpec, None, (), errors, stored)
     # What is read is checked: the spec as cut (nothing reads past a bound), the rest whole.
-    problem = json_problem({**obj, "spec": bounded} if "spec" in obj else obj)
+    problem = None if sound else json_problem({**obj, "spec": bounded} if "spec" in obj else obj)
     if problem is not None:
         return ParsedRuntime((FieldError(problem.path, problem.message, rule=Rule.JSON_LIMITS),))
     spec = _defaulted(bounded)

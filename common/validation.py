@@ -376,13 +376,16 @@ def _warnings(model: TrussiumRuntimeSpec) -> Iterator[FieldError]:
     yield from _named(Rule.PROVIDER_SETTINGS, provider_warnings(model))
 
 
-def validate_runtime(obj: object, old: object = None, *, stored: bool = False) -> ValidationResult:
+def validate_runtime(
+    obj: object, old: object = None, *, stored: bool = False, sound: bool = False
+) -> ValidationResult:
     """All violations of `obj` at once, plus warnings; never raises on JSON input.
 
-    `obj` is parsed once (`stored`: as a runtime already in the cluster, see
-    `parse_runtime`); with `old` (UPDATE) the result is `ratchet`ed.
+    `obj` is parsed once (`stored`: as a runtime already in the cluster; `sound`:
+    already found within the JSON limits; see `parse_runtime`); with `old` (UPDATE)
+    the result is `ratchet`ed.
     """
-    parsed = parse_runtime(obj, stored=stored)
+    parsed = parse_runtime(obj, stored=stored, sound=sound)
     if parsed.spec is None:
         return ValidationResult(parsed.errors, parsed=parsed)
     model = parsed.model

@@ -4,8 +4,8 @@ on loopback.
 Starts `trussium-webhook serve` (files mode, a fresh certificate) pinned to
 one core, reads its resident memory once it is ready, sends validating
 AdmissionReviews of the production sample from this process (on another
-core when there is one), and prints the median and 99th-percentile latency
-and the throughput. Bounded by --requests and --max-seconds. With
+core when there is one), and prints the median and 99th-percentile latency,
+the throughput and the server's CPU time per review. Bounded by --requests and --max-seconds. With
 --baseline-source DIR, another checkout's code (e.g. the previous release)
 is run by the same interpreter in alternation, --rounds times, and the
 medians of both and their ratios are printed with the load average. With
@@ -181,9 +181,16 @@ def rss_mib(pid: int) -> float:
     raise SystemExit(f"no VmRSS for process {pid}")
 
 
+def cpu_seconds(pid: int) -> float:
+    """CPU time `pid` has used, user and system (/proc/PID/stat)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def measure(args: argparse.Namespace, scratch: Path, source: Path | None) -> dict[str, Any]:
-    """One server of `source`'s code (None: this checkout) under load: the summary and its
-    resident memory once ready."""
+    """One server of `source`'s code (None: this checkout) under load: the summary, its
+    resident memory once ready and the CPU time it spent per review (which, unlike the
+    latency, a busy machine barely changes)."""
     cert_dir = scratch / "certs"
     generate = ["generate", "--out", str(cert_dir), "--ip-address", "127.0.0.1"]
     if not cert_dir.exists() and main_certs(generate) != 0:
@@ -196,16 +203,21 @@ def measure(args: argparse.Namespace, scratch: Path, source: Path | None) -> dic
         url = f"https://127.0.0.1:{port}/validate-trussiumruntime"
         ca_file = cert_dir / "ca.crt"
         asyncio.run(fire(url, ca_file, args.warmup, args.concurrency, args.max_seconds))
+        cpu_before = cpu_seconds(server.pid)
         latencies, elapsed = asyncio.run(
             fire(url, ca_file, args.requests, args.concurrency, args.max_seconds)
         )
+        cpu_ms = (cpu_seconds(server.pid) - cpu_before) / len(latencies) * 1000
     finally:
         server.send_signal(signal.SIGTERM)
         server.wait(timeout=30)
-    return summarise(latencies, elapsed, args.concurrency) | {"rss_started_mib": started_mib}
+    return summarise(latencies, elapsed, args.concurrency) | {
+        "rss_started_mib": started_mib,
+        "cpu_ms_per_review": round(cpu_ms, 3),
+    }
 
 
-MEASURES = ("median_ms", "p99_ms", "throughput_rps", "rss_started_mib")
+MEASURES = ("median_ms", "p99_ms", "throughput_rps", "rss_started_mib", "cpu_ms_per_review")
 
 
 def compare_sources(args: argparse.Namespace, scratch: Path) -> dict[str, Any]:

@@ -137,7 +137,7 @@ class Hooks:
 
     @_about_a_runtime
     async def validate_runtime(self, request: AdmissionRequest, obj: dict[str, Any]) -> Answer:
-        result = validate_runtime(obj)
+        result = validate_runtime(obj, sound=True)  # decode_review checked the whole review
         existing = await self._existing_secrets(request.namespace, result)
         if existing is not None:
             result = with_missing_secrets(result, existing)
@@ -325,7 +325,7 @@ def _handler(
         except ConnectionError:
             return _dropped(metrics, "client_gone", 400, "connection closed mid-request")
         if cost > settings.budget.total:
-            metrics.requests.labels(hook, "error").inc()
+            metrics.reviewed(hook, "error").inc()
             log.debug("admission request refused", extra={"fields": {"hook": hook, "cost": cost}})
             return _error_response(
                 413,
@@ -336,7 +336,7 @@ def _handler(
         try:
             request = admission.decode_review(body)
         except AdmissionDecodeError as error:
-            metrics.requests.labels(hook, "error").inc()
+            metrics.reviewed(hook, "error").inc()
             log.debug(
                 "admission request refused", extra={"fields": {"hook": hook, "error": str(error)}}
             )
@@ -348,7 +348,7 @@ def _handler(
         except Exception:
             # An HTTP error (not a denial) lets the API server apply the hook's
             # failurePolicy: Fail for runtimes, Ignore for the guard.
-            metrics.requests.labels(hook, "error").inc()
+            metrics.reviewed(hook, "error").inc()
             log.exception("admission decision failed", extra={"fields": _fields(hook, request)})
             return _error_response(500, INTERNAL_ERROR)
         response = admission.response_of(answer)
@@ -357,20 +357,21 @@ def _handler(
         if status.get("code") == 400:
             verdict = "error"
         duration = time.perf_counter() - started
-        metrics.requests.labels(hook, verdict).inc()
-        log.info(
-            "admission reviewed",
-            extra={
-                "fields": _fields(hook, request)
-                | {
-                    "verdict": verdict,
-                    "code": status.get("code"),
-                    "patched": "patch" in response,
-                    "warnings": len(response.get("warnings", ())),
-                    "duration_ms": round(duration * 1000, 3),
-                }
-            },
-        )
+        metrics.reviewed(hook, verdict).inc()
+        if log.isEnabledFor(logging.INFO):  # its fields cost more than the check
+            log.info(
+                "admission reviewed",
+                extra={
+                    "fields": _fields(hook, request)
+                    | {
+                        "verdict": verdict,
+                        "code": status.get("code"),
+                        "patched": "patch" in response,
+                        "warnings": len(response.get("warnings", ())),
+                        "duration_ms": round(duration * 1000, 3),
+                    }
+                },
+            )
         return web.json_response(answer)
 
     return handle

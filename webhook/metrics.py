@@ -9,11 +9,16 @@ which the status code cannot show (a denial is a 200).
 
 A registry per server (not the process-global one) keeps tests and several
 servers in one process independent; it carries the process metrics too.
+The labelled series a request touches are looked up once each and kept
+(`labels()` takes a lock and builds its key every time: half of what
+recording a request cost); their labels come from the registered hooks and
+a few values, so what is kept stays small.
 """
 
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import TypeVar, cast
 
 from aiohttp import web
 from aiohttp.typedefs import Middleware
@@ -26,9 +31,11 @@ from prometheus_client import (
     PlatformCollector,
     ProcessCollector,
 )
+from prometheus_client.metrics import MetricWrapperBase
 
 from trussium_operator.serving.listener import ConnectionMetrics
 
+_Metric = TypeVar("_Metric", bound=MetricWrapperBase)
 # Admission budgets are at most 5 s (timeoutSeconds); resolve the fast end finely.
 _LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5)
 
@@ -36,6 +43,9 @@ _LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 
 @dataclass
 class WebhookMetrics:
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)
+    _series: dict[tuple[object, ...], MetricWrapperBase] = field(
+        default_factory=dict, init=False, repr=False
+    )
 
     def __post_init__(self) -> None:
         self.http_requests = Counter(
@@ -73,6 +83,17 @@ class WebhookMetrics:
         PlatformCollector(registry=self.registry)
         GCCollector(registry=self.registry)
 
+    def reviewed(self, hook: str, verdict: str) -> Counter:
+        """The `trussium_webhook_requests_total` series of `hook` and `verdict`."""
+        return self._labelled(self.requests, hook, verdict)
+
+    def _labelled(self, metric: _Metric, *labels: str) -> _Metric:
+        key = (metric, *labels)
+        series = self._series.get(key)
+        if series is None:
+            series = self._series[key] = metric.labels(*labels)
+        return cast(_Metric, series)
+
     def middleware(self) -> Middleware:
         """Count, time and track in flight every request to a registered hook path."""
 
@@ -86,7 +107,8 @@ class WebhookMetrics:
             webhook = resource.canonical
             started = time.perf_counter()
             code = 500
-            self.in_flight.labels(webhook).inc()
+            in_flight = self._labelled(self.in_flight, webhook)
+            in_flight.inc()
             try:
                 response = await handler(request)
                 code = response.status
@@ -95,8 +117,8 @@ class WebhookMetrics:
                 code = error.status
                 raise
             finally:
-                self.in_flight.labels(webhook).dec()
-                self.latency.labels(webhook).observe(time.perf_counter() - started)
-                self.http_requests.labels(webhook, str(code)).inc()
+                in_flight.dec()
+                self._labelled(self.latency, webhook).observe(time.perf_counter() - started)
+                self._labelled(self.http_requests, webhook, str(code)).inc()
 
         return observe

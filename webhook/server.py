@@ -18,8 +18,8 @@ from pathlib import Path
 from aiohttp import web
 from kubernetes_asyncio import client
 
-from trussium_operator.certs.authority import CertificateError
 from trussium_operator.certs.reload import ReloadingTLS
+from trussium_operator.certs.served import CertificateError
 from trussium_operator.cmdline.kubeconfig import new_api_client
 from trussium_operator.cmdline.options import ConfigurationError, env_name
 from trussium_operator.cmdline.stopping import stop_on_signals, until_stopped

@@ -10,11 +10,14 @@ import sys
 import warnings
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+from cryptography.x509.oid import NameOID
 
 from trussium_operator.certs.authority import (
     CertificateError,
@@ -145,15 +148,67 @@ async def test_corrupted_files_keep_the_served_certificate(
     assert await served.presented_serial() == first_serial
 
 
-async def test_half_written_rotation_waits_for_the_matching_key(served: Served) -> None:
+async def test_half_written_rotation_waits_for_the_matching_key(
+    served: Served, caplog: pytest.LogCaptureFixture
+) -> None:
     second = issue_serving_certificate(served.ca, [], ["127.0.0.1"], now=NOW)
     (served.folder / "tls.crt").write_bytes(second.certificate_pem)
-    assert not served.tls.reload()
+    with caplog.at_level(logging.WARNING, logger="trussium_operator.certs.reload"):
+        assert not served.tls.reload()
+    assert "the private key does not belong to the certificate" in caplog.text
     assert await served.presented_serial() == served.first.certificate.serial_number
 
     (served.folder / "tls.key").write_bytes(second.private_key_pem)
     assert served.tls.reload()
     assert await served.presented_serial() == second.certificate.serial_number
+
+
+def rsa_pair() -> tuple[bytes, bytes]:
+    """A self-signed RSA certificate for 127.0.0.1 and its key, as PEM."""
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(NOW)
+        .not_valid_after(NOW + timedelta(days=1))
+        .sign(key, hashes.SHA256())
+    )
+    key_pem = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+    return certificate.public_bytes(serialization.Encoding.PEM), key_pem
+
+
+async def test_unusable_pairs_are_refused_saying_why(
+    served: Served, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Only unencrypted ECDSA keys are served (docs/certificates.md); an encrypted key is
+    refused without OpenSSL asking for a passphrase on a terminal."""
+    second = issue_serving_certificate(served.ca, [], ["127.0.0.1"], now=NOW)
+    encrypted = second.private_key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.BestAvailableEncryption(b"passphrase"),
+    )
+    for (certificate, key), why in [
+        (rsa_pair(), "the certificate's key is not an ECDSA key"),
+        ((second.certificate_pem, encrypted), "not an unencrypted PEM private key"),
+        ((second.certificate_pem, b"-----BEGIN PRIVATE KEY-----\nAAAA\n"), "OpenSSL cannot"),
+        ((b"not a certificate", second.private_key_pem), "not a PEM certificate bundle"),
+    ]:
+        write_bundle(served.folder, BundleFiles(certificate, key))
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="trussium_operator.certs.reload"):
+            assert not served.tls.reload()
+        assert why in caplog.text
+        assert await served.presented_serial() == served.first.certificate.serial_number
+        assert served.tls.not_after == served.first.certificate.not_valid_after_utc
 
 
 def tls11_client(ca: KeyPair) -> ssl.SSLContext:

@@ -5,12 +5,17 @@ import json
 import subprocess
 import sys
 import textwrap
+from datetime import UTC, datetime
+from pathlib import Path
+
+from trussium_operator.certs.authority import generate_ca, issue_serving_certificate
+from trussium_operator.certs.files import BundleFiles, write_bundle
 
 
-def _in_fresh_process(code: str) -> object:
+def _in_fresh_process(code: str, *args: str) -> object:
     """Run `code` in a new interpreter; it prints one JSON value, returned."""
     done = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
+        [sys.executable, "-c", textwrap.dedent(code), *args],
         capture_output=True,
         text=True,
         timeout=120,
@@ -71,4 +76,36 @@ def test_lazy_kubernetes_client_gives_the_same_classes_without_loading_every_mod
         "config": "kubernetes_asyncio.config.kube_config",
         "missing": "AttributeError",
         "deserialized": True,
+    }
+
+
+def test_serving_loads_no_certificate_library(tmp_path: Path) -> None:
+    """The webhook reads and reloads its certificate with OpenSSL alone: the cryptography
+    package (about 9 MiB resident) is loaded only to make a certificate (docs/adr/0052)."""
+    now = datetime.now(UTC)
+    ca = generate_ca("test-ca", now=now)
+    pair = issue_serving_certificate(ca, ["localhost"], now=now)
+    write_bundle(tmp_path, BundleFiles(pair.certificate_pem, pair.private_key_pem))
+    found = _in_fresh_process(
+        """
+        import json, sys
+        from pathlib import Path
+        from trussium_operator.cmdline import lazy_kubernetes
+        lazy_kubernetes.install()
+        from trussium_operator.webhook import server
+        from trussium_operator.certs.reload import ReloadingTLS
+        tls = ReloadingTLS(Path(sys.argv[1]))
+        loaded = "cryptography" in sys.modules
+        expiry = tls.not_after.isoformat()
+        from trussium_operator.certs.reload import self_signed_context
+        self_signed_context()
+        made = "cryptography" in sys.modules
+        print(json.dumps({"cryptography": loaded, "expiry": expiry, "made": made}))
+        """,
+        str(tmp_path),
+    )
+    assert found == {
+        "cryptography": False,
+        "expiry": pair.certificate.not_valid_after_utc.isoformat(),
+        "made": True,
     }
