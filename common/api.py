@@ -91,6 +91,7 @@ _USERINFO = re.compile(r"[A-Za-z0-9\-._:~!$&'()*+,;=%@]*")
 _HOST = re.compile(r"(?:[A-Za-z0-9\-._~$&'()*+,;=:\[\]<>\"]|[^\x00-\x7f])*")
 _PORT = re.compile(r"(?::[0-9]*)?")
 _BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def _http_url_with_host(url: str) -> bool:
@@ -101,7 +102,7 @@ def _http_url_with_host(url: str) -> bool:
     offline validator agree.
     """
     head = _URL_HEAD.match(url)
-    if head is None or any(ord(c) < 0x20 or ord(c) == 0x7F for c in url):
+    if head is None or _CONTROL.search(url):
         return False
     scheme, authority, path = head.groups()
     userinfo, _, host = authority.rpartition("@")
