@@ -14,11 +14,9 @@ reader closes standard output first (`cmdline.pipes`).
 import argparse
 import gc
 import json
-import multiprocessing
 import os
 import re
 import sys
-import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
@@ -236,7 +234,11 @@ def _check_files(
     first chunk while forked ones take the rest, so only their results are pickled."""
     processes = min(jobs, len(files) // FILES_PER_PROCESS)
     on_disk = all(path is not None for _, path in files)
-    if processes < 2 or not on_disk or "fork" not in multiprocessing.get_all_start_methods():
+    if processes < 2 or not on_disk:
+        return [_check_chunk(files, keep_defaulted, stored, max_mib)]
+    import multiprocessing  # imported when it forks: a few files' run does without it
+
+    if "fork" not in multiprocessing.get_all_start_methods():
         return [_check_chunk(files, keep_defaulted, stored, max_mib)]
     size = -(-len(files) // processes)
     chunks = [
@@ -303,6 +305,8 @@ def _write_json(run: Run, print_defaulted: bool, out: TextIO) -> None:
 
 def _write_junit(run: Run, _: bool, out: TextIO) -> None:
     """One test case per object (classname: the file, name: namespace/name)."""
+    import xml.etree.ElementTree as ET  # only this output needs it
+
     cases: dict[tuple[str, str], list[Finding]] = {}
     for runtime in run.report.runtimes:
         cases.setdefault((runtime.file, f"{runtime.namespace}/{runtime.name}"), [])
