@@ -1,21 +1,22 @@
 """Defaulting of TrussiumRuntime objects, with the minimal JSONPatch producing it.
 
-The defaults are read from the generated CRD schema (itself generated from
-`common.api`) and applied with the API server's own algorithm: a null field
-or map value is pruned, or gets the field's default if it has one; an absent
-field with a default gets it; then every present value is walked, so
-defaults nested in `service`, `autoscaling` and `networkPolicy` apply
-exactly when their parent is present. The webhook, the
-controller and the offline tools therefore default exactly as the API server
-does. Malformed input (a non-object spec, a string where an object belongs)
-is left alone for validation to report.
+The defaults are read from the CRD schema (generated from `common.api`; the
+part defaulting reads is kept in `common.defaulting_schema`, generated too, so
+no program computes it at start-up) and applied with the API server's own
+algorithm: a null field or map value is pruned, or gets the field's default if
+it has one; an absent field with a default gets it; then every present value is
+walked, so defaults nested in `service`, `autoscaling` and `networkPolicy` apply
+exactly when their parent is present. The webhook, the controller and the
+offline tools therefore default exactly as the API server does. Malformed input
+(a non-object spec, a string where an object belongs) is left alone for
+validation to report.
 """
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from trussium_operator.common.schema import openapi_schema
+from trussium_operator.common.defaulting_schema import SCHEMA
 
 
 @dataclass(frozen=True)
@@ -67,9 +68,10 @@ def _default(
                 op = "replace" if key in out else "add"
                 patch.append({"op": op, "path": json_pointer([*path, key]), "value": filled})
                 out[key] = filled
-            elif isinstance(out.get(key), _CONTAINERS):
+            elif sub and isinstance(out.get(key), _CONTAINERS):
+                # An empty schema (a leaf's) changes nothing below it; a scalar has no below.
                 out[key] = _default(out[key], sub, [*path, key], patch)
-        if isinstance(extra, Mapping):
+        if extra:
             for key in [k for k, v in out.items() if isinstance(v, _CONTAINERS)]:
                 if key not in properties:
                     out[key] = _default(out[key], extra, [*path, key], patch)
@@ -83,14 +85,13 @@ def _default(
     return value
 
 
-_SCHEMA = openapi_schema()
-_SPEC_SCHEMA = _SCHEMA["properties"]["spec"]
+_SPEC_SCHEMA = SCHEMA["properties"]["spec"]
 
 
 def apply_defaults(obj: Mapping[str, Any]) -> Defaulted:
     """Apply the CRD defaults to a TrussiumRuntime (as a JSON dict), with the patch."""
     patch: list[dict[str, Any]] = []
-    defaulted = _default(copy_json(dict(obj)), _SCHEMA, [], patch)
+    defaulted = _default(copy_json(dict(obj)), SCHEMA, [], patch)
     return Defaulted(object=defaulted, patch=patch)
 
 

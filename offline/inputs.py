@@ -19,7 +19,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, BinaryIO, TextIO
 
 from trussium_operator.offline.kustomize import (
     JSON6902_PATCH,
@@ -43,6 +43,9 @@ STDIN_LABEL = "<stdin>"
 # Ten times the API server's 3 MiB limit on one request: room for a `kubectl get -A
 # -o yaml` List of thousands of stored runtimes, which no request bounds.
 MAX_FILE_MIB = 32
+
+# The least read at once from a file whose size says nothing (a pipe, a device).
+_PIECE_BYTES = 2**16
 
 Input = tuple[str, Path | None]  # (label, path); None is standard input
 
@@ -190,14 +193,38 @@ def _kustomize_role(path: Path) -> str | None:
     or None, from the kustomizations of the file's folder and the folders above it."""
     if path.name in KUSTOMIZATION_FILES:
         return KUSTOMIZATION
-    resolved = path.resolve()
-    for folder in resolved.parents:
-        either, json6902 = _patches_of(folder)
+    if path.is_symlink():
+        resolved = path.resolve()
+        patches = _patches_above(resolved.parent)
+    else:  # the folder's resolution and kustomizations are shared by the files in it
+        folder, patches = _folder_patches(path.parent)
+        if not patches:
+            return None
+        resolved = folder / path.name
+    for either, json6902 in patches:
         if resolved in json6902:
             return JSON6902_PATCH
         if resolved in either:
             return _PATCH
     return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _folder_patches(
+    folder: Path,
+) -> tuple[Path, tuple[tuple[frozenset[Path], frozenset[Path]], ...]]:
+    """`folder` resolved, and the patches named in it and the folders above it."""
+    resolved = folder.resolve()
+    return resolved, _patches_above(resolved)
+
+
+def _patches_above(
+    resolved: Path,
+) -> tuple[tuple[frozenset[Path], frozenset[Path]], ...]:
+    """The patch files named by the kustomizations of `resolved` and the folders above it,
+    nearest first, leaving out the folders that name none."""
+    found = (_patches_of(folder) for folder in (resolved, *resolved.parents))
+    return tuple(patches for patches in found if patches != _NO_PATCHES)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -231,7 +258,17 @@ def _read_capped(stdin: TextIO | None, path: Path | None, limit: int) -> str:
             raise TooLargeError
         return text
     with path.open("rb") as file:
-        data = file.read(limit + 1)
+        data = _head(file, limit + 1)
     if len(data) > limit:
         raise TooLargeError
     return data.decode("utf-8")
+
+
+def _head(file: BinaryIO, count: int) -> bytearray:
+    """The first `count` bytes of `file`, or all of it if shorter, read in pieces the size
+    the file says it is: one read of `count` bytes would allocate that much for every file."""
+    piece = max(os.fstat(file.fileno()).st_size + 1, _PIECE_BYTES)
+    data = bytearray()
+    while len(data) < count and (chunk := file.read(min(piece, count - len(data)))):
+        data += chunk
+    return data

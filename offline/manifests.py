@@ -399,8 +399,17 @@ class _Document:
         return kind, _copy(value)
 
     def value(self, event: Any, path: Path) -> Any:
-        kind, value = self.node(event, path)
-        return value if kind in ("map", "seq") else _json_value(kind, value, event.start_mark)
+        # Most values are scalars without tag or anchor: read as `node` reads them, inline.
+        if type(event) is events.ScalarEvent and event.tag is None and event.anchor is None:
+            self._count(event.start_mark)
+            if not event.implicit[0]:
+                return event.value
+            kind, value = _resolve(event.value, None)
+        else:
+            kind, value = self.node(event, path)
+            if kind in ("map", "seq"):
+                return value
+        return value if kind == "str" else _json_value(kind, value, event.start_mark)
 
     def _sequence(self, path: Path) -> list[Any]:
         items: list[Any] = []
@@ -424,10 +433,16 @@ class _Document:
             ):
                 self._merge(result, typed, self.next_event(), path)
                 continue
-            kind, key_value = self.node(event, path)
-            if kind in ("map", "seq"):
-                raise _DecodeError(f"invalid map key: {key_value!r}", mark)
-            key = _json_key(kind, key_value, mark)
+            # Most keys are scalars without tag or anchor: read as `node` reads them, inline.
+            if type(event) is events.ScalarEvent and event.tag is None and event.anchor is None:
+                self._count(mark)
+                text = event.value
+                kind, key_value = _resolve(text, None) if event.implicit[0] else ("str", text)
+            else:
+                kind, key_value = self.node(event, path)
+                if kind in ("map", "seq"):
+                    raise _DecodeError(f"invalid map key: {key_value!r}", mark)
+            key = key_value if kind == "str" else _json_key(kind, key_value, mark)
             value = self.value(self.next_event(), (*path, key))
             at = (mark.line + 1, mark.column + 1)
             if key in result:

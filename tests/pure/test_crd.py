@@ -14,7 +14,7 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from hack import crd
-from trussium_operator.common import constants
+from trussium_operator.common import constants, defaulting_schema
 from trussium_operator.common.api import (
     AUTOSCALING_BOUNDS_ORDERED,
     IMAGE_TAG_XOR_DIGEST,
@@ -33,6 +33,24 @@ def test_committed_crd_is_the_generator_output() -> None:
 
 def test_committed_api_reference_is_the_generator_output() -> None:
     assert crd.DOCS_PATH.read_text() == crd.reference_markdown(), "run `make crd`"
+
+
+def test_committed_defaulting_schema_is_the_generator_output() -> None:
+    """Defaulting reads the schema from this module, not from the models at start-up."""
+    assert crd.DEFAULTING_SCHEMA_PATH.read_text() == crd.defaulting_schema_module(), (
+        "run `make crd`"
+    )
+
+
+def test_defaulting_schema_keeps_every_default_and_field_of_the_crd() -> None:
+    def shape(node: dict[str, Any]) -> Any:
+        return {
+            "default": node.get("default", "<none>"),
+            "properties": {k: shape(v) for k, v in node.get("properties", {}).items()},
+            "more": [shape(node[k]) for k in ("additionalProperties", "items") if k in node],
+        }
+
+    assert shape(defaulting_schema.SCHEMA) == shape(openapi_schema())
 
 
 def test_committed_controller_rbac_on_managed_kinds_is_the_generator_output() -> None:
@@ -65,8 +83,10 @@ def test_check_mode_reports_staleness_and_writing_fixes_it(
     monkeypatch.setattr(crd, "CRD_PATH", tmp_path / "crd.yaml")
     monkeypatch.setattr(crd, "DOCS_PATH", tmp_path / "api-reference.md")
     monkeypatch.setattr(crd, "RBAC_PATH", tmp_path / "rbac.tpl")
+    monkeypatch.setattr(crd, "DEFAULTING_SCHEMA_PATH", tmp_path / "defaulting_schema.py")
     crd.DOCS_PATH.write_text(crd.reference_markdown())
     crd.RBAC_PATH.write_text(crd.rbac_template())
+    crd.DEFAULTING_SCHEMA_PATH.write_text(crd.defaulting_schema_module())
     crd.CRD_PATH.write_text(crd.crd_yaml() + "# edited\n")
     assert crd.main(["--check"]) == 1
     assert "crd.yaml is stale" in capsys.readouterr().err

@@ -467,6 +467,20 @@ def test_many_files_are_checked_in_processes_with_the_same_report(
     assert [e["file"] for e in report["errors"]] == [str(tmp_path / "r100.yaml")]
 
 
+def test_many_files_print_every_defaulted_object_in_order(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Files are read and checked in batches; the defaulted objects of all are printed."""
+    for i in range(250):
+        write(tmp_path, f"r{i:03}.yaml", MINIMAL.replace("name: minimal", f"name: r{i}"))
+    for jobs in ("1", "2"):
+        code, out, _ = run(capsys, "--jobs", jobs, "--print-defaulted", str(tmp_path))
+        printed = list(yaml.safe_load_all(out))
+        assert code == 0
+        assert [d["metadata"]["name"] for d in printed] == [f"r{i}" for i in range(250)]
+        assert {d["spec"]["service"]["port"] for d in printed} == {9000}
+
+
 def test_a_key_set_twice_is_a_warning_at_its_place(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
