@@ -37,6 +37,16 @@ def wait_for(check: Callable[[], T | None], what: str, timeout: float = 90.0) ->
     return polling.wait_for(check, what, timeout)
 
 
+def sample_sum(exposition: str, name: str, **labels: str) -> float:
+    """Sum of the samples of `name` matching `labels` in a Prometheus text exposition."""
+    total = 0.0
+    for line in exposition.splitlines():
+        sample = line.startswith(name + "{") or line.startswith(name + " ")
+        if sample and all(f'{k}="{v}"' in line for k, v in labels.items()):
+            total += float(line.rsplit(" ", 1)[1])
+    return total
+
+
 class Controller:
     """One `trussium-controller run` subprocess; logs go to a file for failure reports."""
 
@@ -67,9 +77,11 @@ class Controller:
     def pid(self) -> int:
         return self.process.pid
 
-    def _get(self, port: int, path: str) -> tuple[int, str]:
+    def _get(self, port: int, path: str, timeout: float = 2) -> tuple[int, str]:
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=2) as answer:
+            with urllib.request.urlopen(
+                f"http://127.0.0.1:{port}{path}", timeout=timeout
+            ) as answer:
                 return answer.status, answer.read().decode()
         except OSError:
             return 0, ""
@@ -84,7 +96,8 @@ class Controller:
 
     def scrape(self) -> str:
         """The /metrics text; a failed scrape fails the test (it must not read as idle)."""
-        status, text = self._get(self.metrics_port, "/metrics")
+        # Thousands of runtimes' series take seconds to render on a loaded machine.
+        status, text = self._get(self.metrics_port, "/metrics", timeout=30)
         if status != 200:
             raise AssertionError(f"cannot scrape controller {self.identity}: {status}")
         return text
@@ -94,13 +107,9 @@ class Controller:
         barriers.wait_quiescent(self.scrape, interval, timeout)
 
     def metric(self, name: str, **labels: str) -> float:
-        """Sum of the samples of `name` matching `labels` (0 when absent)."""
-        total = 0.0
-        for line in self._get(self.metrics_port, "/metrics")[1].splitlines():
-            sample = line.startswith(name + "{") or line.startswith(name + " ")
-            if sample and all(f'{k}="{v}"' in line for k, v in labels.items()):
-                total += float(line.rsplit(" ", 1)[1])
-        return total
+        """Sum of the samples of `name` matching `labels` (0 when absent, or while the
+        metrics server does not answer: polls may start before it listens)."""
+        return sample_sum(self._get(self.metrics_port, "/metrics", timeout=30)[1], name, **labels)
 
     def signal(self, signum: signal.Signals) -> None:
         if self.process.poll() is None:

@@ -46,6 +46,7 @@ from devcluster.controller_harness import (
     Controller,
     managed_kinds_of,
     runtime_manifest,
+    sample_sum,
 )
 from devcluster.hostoperator import install_crds
 from hack import bench_scale_numbers as numbers
@@ -507,7 +508,7 @@ class OperatorRun:
         """Totals so far of what goes wrong: failed reconciles, races retried (409, or a
         guarded patch whose test failed), rate-limited re-adds to the queue, and the
         controller's log lines at warning level or above."""
-        read = self.controller.metric
+        read = functools.partial(sample_sum, self.controller.scrape())
         with self.controller.log_path.open(errors="replace") as log:
             logged = numbers.troubled_log_lines(log)
         return {
@@ -518,12 +519,14 @@ class OperatorRun:
         }
 
     def reconciles(self) -> float:
-        """Reconciles the controller has finished so far (one scrape)."""
-        return self.controller.metric("controller_runtime_reconcile_time_seconds_count")
+        """Reconciles the controller has finished so far."""
+        return sample_sum(
+            self.controller.scrape(), "controller_runtime_reconcile_time_seconds_count"
+        )
 
     def queue_metrics(self) -> dict[str, float]:
         """The controller's own workqueue and reconcile totals (its /metrics)."""
-        read = self.controller.metric
+        read = functools.partial(sample_sum, self.controller.scrape())
         return {
             "queue_wait": read("workqueue_queue_duration_seconds_sum"),
             "dequeued": read("workqueue_queue_duration_seconds_count"),
