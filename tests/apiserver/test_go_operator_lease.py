@@ -30,6 +30,7 @@ from devcluster.controller_harness import (
     get,
     now,
     runtime_manifest,
+    sample_sum,
     scoped,
     wait_condition,
     wait_for,
@@ -183,7 +184,7 @@ def test_a_fresh_go_operator_lease_holds_us_back_until_it_expires(
             wait_condition(
                 plane, name, namespace, "ConfigurationValid", "True", "ReferencesResolved"
             )
-            assert controller.metric("trussium_foreign_lease_held", lease=lease) == 0
+            assert sample_sum(controller.scrape(), "trussium_foreign_lease_held", lease=lease) == 0
             controller.wait_ready()
             assert controller.process.poll() is None, "proceeded without a restart"
 
@@ -256,7 +257,7 @@ def test_a_forbidden_lease_list_is_reported_and_clears_once_granted(
                 plane, name, namespace, "ConfigurationValid", "True", "ReferencesResolved"
             )
             controller.wait_ready()
-            assert controller.metric("trussium_foreign_lease_unreadable") == 0
+            assert sample_sum(controller.scrape(), "trussium_foreign_lease_unreadable") == 0
             assert log_lines(controller, "the Go operator's leader lease can be read again")
             assert controller.process.poll() is None, "recovered without a restart"
     finally:
