@@ -27,8 +27,9 @@ class Defaulted:
     patch: list[dict[str, Any]]
 
 
-# What the walk steps into; a tuple, which isinstance checks faster than `dict | list`.
-_CONTAINERS = (dict, list)
+# What the JSON walks step into (here and `common.parsing`'s bounds); a tuple, which
+# isinstance checks faster than `dict | list`.
+JSON_CONTAINERS = (dict, list)
 
 
 def copy_json(value: Any) -> Any:
@@ -68,18 +69,18 @@ def _default(
                 op = "replace" if key in out else "add"
                 patch.append({"op": op, "path": json_pointer([*path, key]), "value": filled})
                 out[key] = filled
-            elif sub and isinstance(out.get(key), _CONTAINERS):
+            elif sub and isinstance(out.get(key), JSON_CONTAINERS):
                 # An empty schema (a leaf's) changes nothing below it; a scalar has no below.
                 out[key] = _default(out[key], sub, [*path, key], patch)
         if extra:
-            for key in [k for k, v in out.items() if isinstance(v, _CONTAINERS)]:
+            for key in [k for k, v in out.items() if isinstance(v, JSON_CONTAINERS)]:
                 if key not in properties:
                     out[key] = _default(out[key], extra, [*path, key], patch)
         return out
     if isinstance(value, list) and "items" in schema:
         items = schema["items"]
         return [
-            _default(v, items, [*path, i], patch) if isinstance(v, _CONTAINERS) else v
+            _default(v, items, [*path, i], patch) if isinstance(v, JSON_CONTAINERS) else v
             for i, v in enumerate(value)
         ]
     return value

@@ -31,7 +31,7 @@ from trussium_operator.common.api import (
     TrussiumRuntime,
     TrussiumRuntimeSpec,
 )
-from trussium_operator.common.defaulting import default_spec
+from trussium_operator.common.defaulting import JSON_CONTAINERS, default_spec
 from trussium_operator.common.json_limits import MAX_DEPTH, json_problem, path_key, shown
 from trussium_operator.common.k8s_types import MaxEntries
 from trussium_operator.common.k8s_validation import FieldError
@@ -43,8 +43,6 @@ from trussium_operator.common.rules import Rule
 # the models do not bound (`MaxEntries`), and how far a stored runtime's bounded
 # collection is read (its bound did not exist when it was stored).
 MAX_COLLECTION_ENTRIES = 1000
-# What the walks step into; a tuple, which isinstance checks faster than `dict | list`.
-_CONTAINERS = (dict, list)
 
 _PATTERN_HINTS = {
     api.DNS_SUBDOMAIN_PATTERN: "a lowercase RFC 1123 subdomain (lowercase letters, digits, "
@@ -304,7 +302,7 @@ def _bounded(
     review costs what the bounds allow; a `stored` runtime's is read up to
     MAX_COLLECTION_ENTRIES, as the operator renders it whole (`common.ratcheting`).
     """
-    if not isinstance(value, _CONTAINERS) or len(loc) >= MAX_DEPTH:
+    if not isinstance(value, JSON_CONTAINERS) or len(loc) >= MAX_DEPTH:
         return value  # deeper: left whole for json_problem to report
     limit = bound or MAX_COLLECTION_ENTRIES
     if len(value) > limit:
@@ -328,13 +326,14 @@ def _bounded(
     if isinstance(value, list):
         item = inner if kind == "list" else None
         entries = islice(enumerate(value), kept)
+        walked = JSON_CONTAINERS
         return [
-            _bounded(v, item, None, (*loc, i), errors, stored) if isinstance(v, _CONTAINERS) else v
+            _bounded(v, item, None, (*loc, i), errors, stored) if isinstance(v, walked) else v
             for i, v in entries
         ]
     out = {}
     for key, v in islice(value.items(), kept):
-        if not isinstance(v, _CONTAINERS):  # a scalar has no bound: kept as it is
+        if not isinstance(v, JSON_CONTAINERS):  # a scalar has no bound: kept as it is
             out[key] = v
             continue
         if kind == "model":
