@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import cast
 
+import uvloop
 from prometheus_client import disable_created_metrics
 
 from trussium_operator.cmdline.kubeconfig import new_api_client
@@ -286,7 +287,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         configure_logging(args.log_level, args.log_format)
         # Series as controller-runtime exposes them: no `_created` companion per counter.
         disable_created_metrics()  # type: ignore[no-untyped-call]
-        return asyncio.run(run(args))
+        # uvloop: its event loop and TLS cost the controller a sixth less CPU per
+        # runtime than asyncio's own, for the same requests (docs/adr/0055).
+        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+            return runner.run(run(args))
     except ConfigurationError as error:
         return fail(PROGRAM, error)
 

@@ -35,7 +35,7 @@ import ssl
 from asyncio import sslproto
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter
@@ -140,8 +140,8 @@ class _Connection(asyncio.BufferedProtocol):
         self.quiet = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        # A socket transport: asyncio's, or uvloop's (which has its methods, not its class).
+        self.transport = cast(asyncio.Transport, transport)
         loop = asyncio.get_running_loop()
         self.since = loop.time()
         self._pool.admit(self)
