@@ -15,6 +15,7 @@ from devcluster import ControlPlane
 from devcluster.controller_harness import (
     apply,
     audit_entries,
+    get,
     must_get,
     now,
     running_controller,
@@ -36,10 +37,12 @@ def crd(plane: ControlPlane) -> None:
     install_crds(plane)
 
 
-def _service_annotations(plane: ControlPlane, namespace: str) -> dict[str, str]:
-    annotations: dict[str, str] = must_get(plane, "service", "rt", namespace)["metadata"].get(
-        "annotations", {}
-    )
+def _service_annotations(plane: ControlPlane, namespace: str) -> dict[str, str] | None:
+    """The Service's annotations; None while it does not exist yet."""
+    service = get(plane, "service", "rt", namespace)
+    if service is None:
+        return None
+    annotations: dict[str, str] = service["metadata"].get("annotations", {})
     return annotations
 
 
@@ -68,7 +71,7 @@ def test_service_settings_are_stored_and_a_removed_annotation_is_removed(
         balancer["annotations"] = {INTERNAL: "true"}
         apply(plane, runtime_manifest("rt", namespace, service=balancer))
         wait_for(
-            lambda: IDLE_TIMEOUT not in _service_annotations(plane, namespace),
+            lambda: IDLE_TIMEOUT not in (_service_annotations(plane, namespace) or {}),
             "the removed annotation to leave the Service",
         )
         assert _service_annotations(plane, namespace) == {
