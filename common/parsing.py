@@ -326,9 +326,10 @@ def _bounded(
     if isinstance(value, list):
         item = inner if kind == "list" else None
         entries = islice(enumerate(value), kept)
-        walked = JSON_CONTAINERS
         return [
-            _bounded(v, item, None, (*loc, i), errors, stored) if isinstance(v, walked) else v
+            _bounded(v, item, None, (*loc, i), errors, stored)
+            if isinstance(v, JSON_CONTAINERS)
+            else v
             for i, v in entries
         ]
     out = {}
