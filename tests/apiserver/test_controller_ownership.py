@@ -192,3 +192,52 @@ def test_an_orphan_with_the_runtimes_labels_is_adopted(
             runtime["metadata"]["uid"]
         ]
         assert adopted["data"]["TRUSSIUM_PROVIDER__NAME"] == "ollama"
+
+
+# Why the ownership check is a read (ADR 0033): the API server offers no write that takes a
+# free name and refuses a held one while keeping an apply's pruning. Checked here so that a
+# Kubernetes release that changes either answer shows up.
+
+
+def _apply(plane: ControlPlane, obj: Obj, check: bool = True) -> str:
+    done = plane.kubectl(
+        "apply",
+        "--server-side",
+        "--field-manager=owner",
+        "-f",
+        "-",
+        input=json.dumps(obj),
+        check=check,
+    )
+    return done.stdout + done.stderr
+
+
+def _config_map(namespace: str, data: dict[str, str], **meta: Any) -> Obj:
+    metadata = {"name": "cm", "namespace": namespace, **meta}
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata, "data": data}
+
+
+def test_an_apply_with_a_uid_precondition_cannot_create(
+    plane: ControlPlane, namespace: str
+) -> None:
+    uid = "00000000-0000-0000-0000-000000000001"
+    answer = _apply(plane, _config_map(namespace, {"a": "1"}, uid=uid), check=False)
+
+    assert "uid mismatch" in answer
+    assert "no existing object was found" in answer
+    assert get(plane, "configmap", "cm", namespace) is None
+
+
+def test_an_object_first_created_by_a_create_keeps_what_a_later_apply_leaves_out(
+    plane: ControlPlane, namespace: str
+) -> None:
+    created = _config_map(namespace, {"a": "1", "b": "2"})
+    plane.kubectl("create", "--field-manager=owner", "-f", "-", input=json.dumps(created))
+    _apply(plane, _config_map(namespace, {"a": "1"}))
+    assert must_get(plane, "configmap", "cm", namespace)["data"] == {"a": "1", "b": "2"}
+
+    # Created by an apply instead, the same apply prunes the field.
+    plane.kubectl("delete", "configmap", "cm", "-n", namespace)
+    _apply(plane, created)
+    _apply(plane, _config_map(namespace, {"a": "1"}))
+    assert must_get(plane, "configmap", "cm", namespace)["data"] == {"a": "1"}
