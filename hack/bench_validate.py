@@ -10,7 +10,9 @@ process as in CI. `--baseline DIR` adds DIR's code (another checkout, e.g.
 of the previous release) run by this interpreter, so only the code differs.
 Each command runs once untimed first, with its bytecode written to a cache
 in the temporary folder (not into the checkouts): an installed wheel has
-its modules compiled, so a timed run compiles none.
+its modules compiled, so a timed run compiles none. Two floors run beside
+them: importing the API models alone, and that plus libyaml's events of
+every file, in one process: what any validator on this stack pays first.
 Prints the median wall and CPU seconds of each (with the last line of its
 report: an older checkout may fail files that use fields added since), the
 ratios to kubeconform and to the baseline, the load average and the usable
@@ -48,6 +50,14 @@ BUILD_TIMEOUT_SECONDS = 1800.0
 RUN_TIMEOUT_SECONDS = 300.0
 # Every checkout's code is run by this interpreter, as a cold process.
 VALIDATE = [sys.executable, "-m", "trussium_operator.webhook.cli", "validate"]
+# Floors: what any validator built on this project's stack must do before its own work,
+# in one process. The API's pydantic models (its one implementation of the rules) are
+# built when imported; libyaml's events are the least a YAML read costs per file.
+IMPORT_FLOOR = "import trussium_operator.common.api; print('imported the API models')"
+EVENTS_FLOOR = """import pathlib, sys, yaml, trussium_operator.common.api
+files = sorted(pathlib.Path(sys.argv[1]).glob("*.yaml"))
+events = sum(1 for f in files for _ in yaml.parse(f.read_bytes(), Loader=yaml.CSafeLoader))
+print(f"imported the API models, {events} YAML events in {len(files)} files")"""
 
 
 def cache_root() -> Path:
@@ -159,6 +169,11 @@ def main() -> int:
             "trussium-webhook validate": ([*VALIDATE, str(manifests)], ROOT),
             "trussium-webhook validate --jobs 1": (
                 [*VALIDATE, "--jobs", "1", str(manifests)],
+                ROOT,
+            ),
+            "floor: import the API models": ([sys.executable, "-c", IMPORT_FLOOR], ROOT),
+            "floor: and read libyaml's events": (
+                [sys.executable, "-c", EVENTS_FLOOR, str(manifests)],
                 ROOT,
             ),
             "kubeconform": (
