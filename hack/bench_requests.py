@@ -107,6 +107,8 @@ def plan(name: str, namespace: str) -> Planned:
 
 
 class Client:
+    """The controller with its work taken out: its watches, its requests, its concurrency."""
+
     def __init__(self, kube: Kube, namespace: str, planned: dict[str, Planned]) -> None:
         self.kube = kube
         self.namespace = namespace
@@ -141,7 +143,7 @@ class Client:
         query |= {
             "resourceVersion": listed["metadata"]["resourceVersion"],
             "allowWatchBookmarks": "true",
-            "timeoutSeconds": 600,
+            "timeoutSeconds": int(CLIENT_TIMEOUT_SECONDS) + 60,  # outlasts the round
         }
         async for event in self.kube.watch(path, query, opened=opened.set):
             if event["type"] == "BOOKMARK":
